@@ -1,0 +1,2 @@
+/* PLACEHOLDER */
+int main(void){return 0;}

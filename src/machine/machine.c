@@ -1,0 +1,639 @@
+/* The machine model: construction helpers, the one invariant checker, accessors. */
+#include "machine/machine_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nk_machine *nk__machine_new(int source, const char *detail)
+{
+	struct nk_machine *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->source = source;
+	m->source_detail = strdup(detail ? detail : "");
+	if (!m->source_detail) {
+		free(m);
+		return NULL;
+	}
+	m->kernel.numa_balancing = -1;
+	m->kernel.thp_enabled = NK_THP_UNKNOWN;
+	m->kernel.thp_defrag = NK_THP_UNKNOWN;
+	m->kernel.weighted_interleave = -1;
+	return m;
+}
+
+void nk_machine_free(nk_machine *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->nnodes; i++)
+		nk__ilist_free(&m->nodes[i].cpus);
+	for (int i = 0; i < m->ncaches; i++)
+		nk__ilist_free(&m->caches[i].cpus);
+	for (int k = 0; k < NK_MATRIX_KIND_COUNT; k++)
+		free(m->matrix[k]);
+	nk__ilist_free(&m->allowed_cpus);
+	nk__ilist_free(&m->allowed_nodes);
+	nk__ilist_free(&m->huge_kb);
+	free(m->nodes);
+	free(m->dist);
+	free(m->cpus);
+	free(m->caches);
+	free(m->source_detail);
+	free(m);
+}
+
+/* Grow an array by one zeroed element; capacity doubles at powers of two. */
+static void *grow(void *arr, int n, size_t elem)
+{
+	if (n & (n - 1) && n > 0)
+		return arr; /* not a power of two: room is left */
+	size_t ncap = n ? (size_t)n * 2 : 4;
+	return realloc(arr, ncap * elem);
+}
+
+int nk__machine_add_node(struct nk_machine *m, int id, struct nk__node **out)
+{
+	if (m->nnodes >= NK__MAX_NODES)
+		return NK_ERANGE;
+	struct nk__node *v = grow(m->nodes, m->nnodes, sizeof *v);
+	if (!v)
+		return NK_ENOMEM;
+	m->nodes = v;
+	struct nk__node *n = &v[m->nnodes++];
+	memset(n, 0, sizeof *n);
+	n->id = id;
+	n->has_memory_hint = -1;
+	if (out)
+		*out = n;
+	return 0;
+}
+
+int nk__machine_add_cpu(struct nk_machine *m, int id, struct nk__cpu **out)
+{
+	struct nk__cpu *v = grow(m->cpus, m->ncpus, sizeof *v);
+	if (!v)
+		return NK_ENOMEM;
+	m->cpus = v;
+	struct nk__cpu *c = &v[m->ncpus++];
+	memset(c, 0, sizeof *c);
+	c->id = id;
+	c->node = -1;
+	c->package = -1;
+	c->core_key = -1;
+	if (out)
+		*out = c;
+	return 0;
+}
+
+int nk__machine_add_cache(struct nk_machine *m, struct nk__cache **out)
+{
+	struct nk__cache *v = grow(m->caches, m->ncaches, sizeof *v);
+	if (!v)
+		return NK_ENOMEM;
+	m->caches = v;
+	struct nk__cache *c = &v[m->ncaches++];
+	memset(c, 0, sizeof *c);
+	if (out)
+		*out = c;
+	return 0;
+}
+
+int nk__node_idx(const struct nk_machine *m, int id)
+{
+	int lo = 0, hi = m->nnodes - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (m->nodes[mid].id == id)
+			return mid;
+		if (m->nodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+int nk__cpu_idx(const struct nk_machine *m, int id)
+{
+	int lo = 0, hi = m->ncpus - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (m->cpus[mid].id == id)
+			return mid;
+		if (m->cpus[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+	int x = ((const struct nk__node *)a)->id, y = ((const struct nk__node *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static int cmp_cpu(const void *a, const void *b)
+{
+	int x = ((const struct nk__cpu *)a)->id, y = ((const struct nk__cpu *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static int cmp_cache(const void *a, const void *b)
+{
+	const struct nk__cache *x = a, *y = b;
+	if (x->level != y->level)
+		return x->level - y->level;
+	int fx = x->cpus.n ? x->cpus.v[0] : -1, fy = y->cpus.n ? y->cpus.v[0] : -1;
+	if (fx != fy)
+		return (fx > fy) - (fx < fy);
+	return x->type - y->type;
+}
+
+/* Keep only the ids of @p l present in @p m (cpus when is_cpu, nodes otherwise). */
+static void keep_present(const struct nk_machine *m, nk__ilist *l, int is_cpu)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if ((is_cpu ? nk__cpu_idx(m, l->v[i]) : nk__node_idx(m, l->v[i])) >= 0)
+			l->v[j++] = l->v[i];
+	l->n = j;
+}
+
+int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
+{
+	int n = m->nnodes;
+
+	if (n <= 0)
+		return nk__error(err, NK_EPARSE, "%s: no NUMA node found", what);
+	if (m->ncpus <= 0)
+		return nk__error(err, NK_EPARSE, "%s: no online cpu found", what);
+
+	/* Sorting permutes nodes, so a distance matrix given in builder order
+	 * must be permuted too: builders always hand nodes in the order their
+	 * matrix uses, and we remember it. */
+	int *order = malloc((size_t)n * sizeof *order);
+	if (!order)
+		return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	for (int i = 0; i < n; i++)
+		order[i] = m->nodes[i].id;
+	qsort(m->nodes, (size_t)n, sizeof *m->nodes, cmp_node);
+	for (int i = 0; i < n; i++) {
+		if (m->nodes[i].id < 0 || m->nodes[i].id > NK__MAX_ID) {
+			free(order);
+			return nk__error(err, NK_EPARSE, "%s: node id %d out of range", what, m->nodes[i].id);
+		}
+		if (i && m->nodes[i].id == m->nodes[i - 1].id) {
+			free(order);
+			return nk__error(err, NK_EPARSE, "%s: node %d listed twice", what, m->nodes[i].id);
+		}
+	}
+	if (m->dist) {
+		int *nd = malloc((size_t)n * (size_t)n * sizeof *nd);
+		if (!nd) {
+			free(order);
+			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+		}
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < n; j++) {
+				int a = nk__node_idx(m, order[i]), b = nk__node_idx(m, order[j]);
+				nd[a * n + b] = m->dist[i * n + j];
+			}
+		free(m->dist);
+		m->dist = nd;
+		for (int i = 0; i < n * n; i++)
+			if (m->dist[i] <= 0 || m->dist[i] > 1000) {
+				free(order);
+				return nk__error(err, NK_EPARSE, "%s: distance %d from node %d to node %d is out of range 1..1000",
+						 what, m->dist[i], m->nodes[i / n].id, m->nodes[i % n].id);
+			}
+	} else {
+		m->dist = malloc((size_t)n * (size_t)n * sizeof *m->dist);
+		if (!m->dist) {
+			free(order);
+			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+		}
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < n; j++)
+				m->dist[i * n + j] = i == j ? 10 : 20;
+	}
+	free(order);
+
+	/* cpus */
+	qsort(m->cpus, (size_t)m->ncpus, sizeof *m->cpus, cmp_cpu);
+	for (int i = 0; i < m->ncpus; i++) {
+		struct nk__cpu *c = &m->cpus[i];
+		if (c->id < 0 || c->id > NK__MAX_ID)
+			return nk__error(err, NK_EPARSE, "%s: cpu id %d out of range", what, c->id);
+		if (i && c->id == m->cpus[i - 1].id)
+			return nk__error(err, NK_EPARSE, "%s: cpu %d listed twice", what, c->id);
+		if (nk__node_idx(m, c->node) < 0)
+			return nk__error(err, NK_EPARSE, "%s: cpu %d belongs to node %d, which does not exist", what, c->id,
+					 c->node);
+	}
+	for (int i = 0; i < n; i++)
+		m->nodes[i].cpus.n = 0;
+	for (int i = 0; i < m->ncpus; i++)
+		if (nk__ilist_push(&m->nodes[nk__node_idx(m, m->cpus[i].node)].cpus, m->cpus[i].id))
+			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+
+	/* cores: cpus with equal (package, core_key) share a core */
+	m->ncores = 0;
+	for (int i = 0; i < m->ncpus; i++) {
+		struct nk__cpu *c = &m->cpus[i];
+		c->core = -1;
+		if (c->core_key >= 0)
+			for (int j = 0; j < i; j++)
+				if (m->cpus[j].core_key == c->core_key && m->cpus[j].package == c->package &&
+				    m->cpus[j].node == c->node) {
+					c->core = m->cpus[j].core;
+					break;
+				}
+		if (c->core < 0)
+			c->core = m->ncores++;
+	}
+
+	/* allowed sets: intersect with what exists; empty means "everything" */
+	nk__ilist_normalize(&m->allowed_cpus);
+	keep_present(m, &m->allowed_cpus, 1);
+	if (!m->allowed_cpus.n)
+		for (int i = 0; i < m->ncpus; i++)
+			if (nk__ilist_push(&m->allowed_cpus, m->cpus[i].id))
+				return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	nk__ilist_normalize(&m->allowed_nodes);
+	keep_present(m, &m->allowed_nodes, 0);
+	if (!m->allowed_nodes.n)
+		for (int i = 0; i < n; i++)
+			if (nk__ilist_push(&m->allowed_nodes, m->nodes[i].id))
+				return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	for (int i = 0; i < m->ncpus; i++)
+		m->cpus[i].allowed = nk__ilist_contains(&m->allowed_cpus, m->cpus[i].id);
+
+	for (int i = 0; i < n; i++) {
+		struct nk__node *nd = &m->nodes[i];
+		unsigned f = 0;
+		if (nd->cpus.n)
+			f |= NK_NODE_HAS_CPUS;
+		if (nd->has_memory_hint == 1 || (nd->has_memory_hint < 0 && nd->mem_total > 0))
+			f |= NK_NODE_HAS_MEMORY;
+		if (nk__ilist_contains(&m->allowed_nodes, nd->id))
+			f |= NK_NODE_MEM_ALLOWED;
+		for (size_t k = 0; k < nd->cpus.n; k++)
+			if (nk__ilist_contains(&m->allowed_cpus, nd->cpus.v[k])) {
+				f |= NK_NODE_CPUS_ALLOWED;
+				break;
+			}
+		if (nd->mem_free > nd->mem_total)
+			nd->mem_free = nd->mem_total;
+		if (nd->wi_weight < 0 || nd->wi_weight > 255)
+			return nk__error(err, NK_EPARSE, "%s: weighted-interleave weight %d of node %d out of range", what,
+					 nd->wi_weight, nd->id);
+		nd->flags = f;
+	}
+
+	/* caches: keep only present cpus, drop instances left empty */
+	int kept = 0;
+	for (int i = 0; i < m->ncaches; i++) {
+		struct nk__cache *c = &m->caches[i];
+		nk__ilist_normalize(&c->cpus);
+		keep_present(m, &c->cpus, 1);
+		if (c->level < 1 || c->level > 9)
+			return nk__error(err, NK_EPARSE, "%s: cache level %d out of range", what, c->level);
+		if (c->type < NK_CACHE_UNIFIED || c->type > NK_CACHE_INSTRUCTION)
+			return nk__error(err, NK_EPARSE, "%s: bad cache type %d", what, c->type);
+		if (!c->cpus.n) {
+			nk__ilist_free(&c->cpus);
+			continue;
+		}
+		m->caches[kept++] = *c;
+	}
+	m->ncaches = kept;
+	if (kept)
+		qsort(m->caches, (size_t)kept, sizeof *m->caches, cmp_cache);
+
+	if (!m->page_size)
+		m->page_size = 4096;
+	if (m->page_size & (m->page_size - 1))
+		return nk__error(err, NK_EPARSE, "%s: page size %llu is not a power of two", what,
+				 (unsigned long long)m->page_size);
+	nk__ilist_normalize(&m->huge_kb);
+	for (size_t i = 0; i < m->huge_kb.n; i++)
+		if (m->huge_kb.v[i] <= 0)
+			return nk__error(err, NK_EPARSE, "%s: bad huge page size", what);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- accessors */
+
+int nk_machine_source(const nk_machine *m, const char **detail)
+{
+	if (!m)
+		return NK_EINVAL;
+	if (detail)
+		*detail = m->source_detail;
+	return m->source;
+}
+
+int nk_machine_num_nodes(const nk_machine *m)
+{
+	return m ? m->nnodes : NK_EINVAL;
+}
+
+int nk_machine_node_id(const nk_machine *m, int idx)
+{
+	if (!m || idx < 0 || idx >= m->nnodes)
+		return NK_EINVAL;
+	return m->nodes[idx].id;
+}
+
+int nk_machine_node_index(const nk_machine *m, int node)
+{
+	if (!m)
+		return NK_EINVAL;
+	int i = nk__node_idx(m, node);
+	return i < 0 ? NK_ENODEV : i;
+}
+
+static const struct nk__node *node_of(const nk_machine *m, int node)
+{
+	if (!m)
+		return NULL;
+	int i = nk__node_idx(m, node);
+	return i < 0 ? NULL : &m->nodes[i];
+}
+
+int nk_machine_node_flags(const nk_machine *m, int node)
+{
+	const struct nk__node *n = node_of(m, node);
+	if (!m)
+		return NK_EINVAL;
+	return n ? (int)n->flags : NK_ENODEV;
+}
+
+int nk_machine_node_memory(const nk_machine *m, int node, uint64_t *total, uint64_t *free_bytes)
+{
+	const struct nk__node *n = node_of(m, node);
+	if (!m)
+		return NK_EINVAL;
+	if (!n)
+		return NK_ENODEV;
+	if (total)
+		*total = n->mem_total;
+	if (free_bytes)
+		*free_bytes = n->mem_free;
+	return 0;
+}
+
+static int copy_out(const int *v, size_t n, int *out, size_t cap)
+{
+	if (cap && !out)
+		return NK_EINVAL;
+	for (size_t i = 0; i < n && i < cap; i++)
+		out[i] = v[i];
+	return (int)n;
+}
+
+int nk_machine_node_cpus(const nk_machine *m, int node, int *cpus, size_t cap)
+{
+	const struct nk__node *n = node_of(m, node);
+	if (!m)
+		return NK_EINVAL;
+	if (!n)
+		return NK_ENODEV;
+	return copy_out(n->cpus.v, n->cpus.n, cpus, cap);
+}
+
+int nk_machine_distance(const nk_machine *m, int from, int to)
+{
+	if (!m)
+		return NK_EINVAL;
+	int a = nk__node_idx(m, from), b = nk__node_idx(m, to);
+	if (a < 0 || b < 0)
+		return NK_ENODEV;
+	return m->dist[a * m->nnodes + b];
+}
+
+int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap)
+{
+	if (!m)
+		return NK_EINVAL;
+	int a = nk__node_idx(m, node);
+	if (a < 0)
+		return NK_ENODEV;
+	if (cap && !nodes)
+		return NK_EINVAL;
+	/* Selection by (distance, self-first, id): O(n^2) but allocation-free;
+	 * n is at most NK__MAX_NODES and this is not a hot path. */
+	int count = 0, n = m->nnodes;
+	int last_d = -1, last_id = -1, last_self = 1;
+	for (;;) {
+		int best = -1, bd = 0, bself = 0;
+		for (int j = 0; j < n; j++) {
+			if (!(m->nodes[j].flags & NK_NODE_HAS_MEMORY))
+				continue;
+			int d = m->dist[a * n + j], self = (j == a) ? 0 : 1, id = m->nodes[j].id;
+			/* strictly after the last emitted key */
+			if (last_d >= 0 && (d < last_d || (d == last_d && (self < last_self ||
+					(self == last_self && id <= last_id)))))
+				continue;
+			if (best < 0 || d < bd || (d == bd && (self < bself || (self == bself && id < m->nodes[best].id)))) {
+				best = j;
+				bd = d;
+				bself = self;
+			}
+		}
+		if (best < 0)
+			break;
+		if ((size_t)count < cap)
+			nodes[count] = m->nodes[best].id;
+		count++;
+		last_d = bd;
+		last_self = bself;
+		last_id = m->nodes[best].id;
+	}
+	return count;
+}
+
+int nk_machine_num_cpus(const nk_machine *m)
+{
+	return m ? m->ncpus : NK_EINVAL;
+}
+
+int nk_machine_cpu_id(const nk_machine *m, int idx)
+{
+	if (!m || idx < 0 || idx >= m->ncpus)
+		return NK_EINVAL;
+	return m->cpus[idx].id;
+}
+
+int nk_machine_cpu_info(const nk_machine *m, int cpu, nk_cpu_info *info)
+{
+	if (!m || !info)
+		return NK_EINVAL;
+	int i = nk__cpu_idx(m, cpu);
+	if (i < 0)
+		return NK_ENODEV;
+	info->node = m->cpus[i].node;
+	info->core = m->cpus[i].core;
+	info->package = m->cpus[i].package;
+	info->allowed = m->cpus[i].allowed;
+	return 0;
+}
+
+int nk_machine_num_cores(const nk_machine *m)
+{
+	return m ? m->ncores : NK_EINVAL;
+}
+
+int nk_machine_num_caches(const nk_machine *m)
+{
+	return m ? m->ncaches : NK_EINVAL;
+}
+
+int nk_machine_cache(const nk_machine *m, int idx, nk_cache_info *info)
+{
+	if (!m || !info || idx < 0 || idx >= m->ncaches)
+		return NK_EINVAL;
+	const struct nk__cache *c = &m->caches[idx];
+	info->level = c->level;
+	info->type = c->type;
+	info->size = c->size;
+	info->line_size = c->line_size;
+	info->ways = c->ways;
+	info->num_cpus = (int)c->cpus.n;
+	return 0;
+}
+
+int nk_machine_cache_cpus(const nk_machine *m, int idx, int *cpus, size_t cap)
+{
+	if (!m || idx < 0 || idx >= m->ncaches)
+		return NK_EINVAL;
+	return copy_out(m->caches[idx].cpus.v, m->caches[idx].cpus.n, cpus, cap);
+}
+
+int nk_machine_allowed_cpus(const nk_machine *m, int *cpus, size_t cap)
+{
+	if (!m)
+		return NK_EINVAL;
+	return copy_out(m->allowed_cpus.v, m->allowed_cpus.n, cpus, cap);
+}
+
+int nk_machine_allowed_nodes(const nk_machine *m, int *nodes, size_t cap)
+{
+	if (!m)
+		return NK_EINVAL;
+	return copy_out(m->allowed_nodes.v, m->allowed_nodes.n, nodes, cap);
+}
+
+uint64_t nk_machine_page_size(const nk_machine *m)
+{
+	return m ? m->page_size : 0;
+}
+
+int nk_machine_huge_page_sizes(const nk_machine *m, uint64_t *sizes, size_t cap)
+{
+	if (!m || (cap && !sizes))
+		return NK_EINVAL;
+	for (size_t i = 0; i < m->huge_kb.n && i < cap; i++)
+		sizes[i] = (uint64_t)m->huge_kb.v[i] * 1024u;
+	return (int)m->huge_kb.n;
+}
+
+int nk_machine_kernel_settings(const nk_machine *m, nk_kernel_settings *out)
+{
+	if (!m || !out)
+		return NK_EINVAL;
+	*out = m->kernel;
+	return 0;
+}
+
+int nk_machine_wi_weight(const nk_machine *m, int node)
+{
+	const struct nk__node *n = node_of(m, node);
+	if (!m)
+		return NK_EINVAL;
+	if (!n)
+		return NK_ENODEV;
+	return n->wi_weight > 0 ? n->wi_weight : NK_ENODATA;
+}
+
+int nk_machine_set_matrix(nk_machine *m, int kind, int from, int to, double value)
+{
+	if (!m || kind < 0 || kind >= NK_MATRIX_KIND_COUNT || !isfinite(value) || value <= 0)
+		return NK_EINVAL;
+	int a = nk__node_idx(m, from), b = nk__node_idx(m, to);
+	if (a < 0 || b < 0)
+		return NK_ENODEV;
+	if (!m->matrix[kind]) {
+		size_t nn = (size_t)m->nnodes * (size_t)m->nnodes;
+		double *v = malloc(nn * sizeof *v);
+		if (!v)
+			return NK_ENOMEM;
+		for (size_t i = 0; i < nn; i++)
+			v[i] = NAN;
+		m->matrix[kind] = v;
+	}
+	m->matrix[kind][a * m->nnodes + b] = value;
+	return 0;
+}
+
+int nk_machine_get_matrix(const nk_machine *m, int kind, int from, int to, double *value)
+{
+	if (!m || !value || kind < 0 || kind >= NK_MATRIX_KIND_COUNT)
+		return NK_EINVAL;
+	int a = nk__node_idx(m, from), b = nk__node_idx(m, to);
+	if (a < 0 || b < 0)
+		return NK_ENODEV;
+	if (!m->matrix[kind] || isnan(m->matrix[kind][a * m->nnodes + b]))
+		return NK_ENODATA;
+	*value = m->matrix[kind][a * m->nnodes + b];
+	return 0;
+}
+
+int nk_machine_numa_factor(const nk_machine *m, int from, int to, double *factor)
+{
+	double v;
+	if (!m || !factor)
+		return NK_EINVAL;
+	int rc = nk_machine_get_matrix(m, NK_MATRIX_NUMA_FACTOR, from, to, &v);
+	if (rc == NK_ENODATA) {
+		int d = nk_machine_distance(m, from, to);
+		if (d < 0)
+			return d;
+		v = d / 10.0;
+		rc = 0;
+	}
+	if (rc)
+		return rc;
+	*factor = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------ misc public */
+
+const char *nk_version(void)
+{
+	return NK_VERSION_STRING;
+}
+
+const char *nk_strerror(int code)
+{
+	switch (code) {
+	case NK_OK: return "success";
+	case NK_EINVAL: return "invalid argument";
+	case NK_ENOMEM: return "out of memory";
+	case NK_ENOENT: return "no such file or directory";
+	case NK_EIO: return "input/output error";
+	case NK_EPARSE: return "corrupt or malformed input";
+	case NK_EVERSION: return "unsupported format version";
+	case NK_ENOSYS: return "not supported by this kernel or build";
+	case NK_ENODEV: return "no such node or cpu";
+	case NK_ERANGE: return "result does not fit";
+	case NK_ENODATA: return "no data (not measured or not known)";
+	case NK_EPERM: return "operation not permitted";
+	default: return "unknown error";
+	}
+}

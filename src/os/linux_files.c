@@ -1,0 +1,187 @@
+/* Linux OS layer: fsroot-relative reads of /sys and /proc, affinity, page size. */
+#include "os/os.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int join(const char *root, const char *path, char *buf, size_t cap)
+{
+	if (!root || !*root || (root[0] == '/' && root[1] == '\0'))
+		root = "";
+	int k = snprintf(buf, cap, "%s%s%s", root, (path[0] == '/' || !*root) ? "" : "/", path);
+	return (k < 0 || (size_t)k >= cap) ? NK_EINVAL : 0;
+}
+
+static int errno_code(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		return NK_ENOENT;
+	case ENOMEM:
+		return NK_ENOMEM;
+	case EACCES:
+	case EPERM:
+		return NK_EPERM;
+	default:
+		return NK_EIO;
+	}
+}
+
+int nk__os_read_file(const char *root, const char *path, char **out)
+{
+	char full[PATH_MAX];
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, rc;
+
+	rc = join(root, path, full, sizeof full);
+	if (rc)
+		return rc;
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_code(errno);
+	for (;;) {
+		if (len + 4097 > cap) {
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *nb;
+			if (ncap > NK__OS_MAX_FILE + 1) {
+				rc = NK_EIO;
+				goto out_free;
+			}
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				rc = NK_ENOMEM;
+				goto out_free;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t k = read(fd, buf + len, cap - len - 1);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = errno_code(errno);
+			goto out_free;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf) {
+			rc = NK_ENOMEM;
+			goto out_close;
+		}
+	}
+	buf[len] = '\0'; /* an embedded NUL simply ends the C string */
+	close(fd);
+	*out = buf;
+	return 0;
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return rc;
+}
+
+int nk__os_exists(const char *root, const char *path)
+{
+	char full[PATH_MAX];
+	struct stat st;
+	if (join(root, path, full, sizeof full))
+		return 0;
+	return stat(full, &st) == 0;
+}
+
+void nk__os_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int nk__os_list_dir(const char *root, const char *path, const char *prefix, char ***names, size_t *n)
+{
+	char full[PATH_MAX];
+	char **v = NULL;
+	size_t cnt = 0, cap = 0;
+	size_t plen = prefix ? strlen(prefix) : 0;
+	struct dirent *de;
+	DIR *d;
+	int rc = join(root, path, full, sizeof full);
+	if (rc)
+		return rc;
+	d = opendir(full);
+	if (!d)
+		return errno_code(errno);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (plen && strncmp(de->d_name, prefix, plen))
+			continue;
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			char **nv = realloc(v, ncap * sizeof *nv);
+			if (!nv)
+				goto fail;
+			v = nv;
+			cap = ncap;
+		}
+		if (!(v[cnt] = strdup(de->d_name)))
+			goto fail;
+		cnt++;
+	}
+	closedir(d);
+	*names = v;
+	*n = cnt;
+	return 0;
+fail:
+	closedir(d);
+	nk__os_free_names(v, cnt);
+	return NK_ENOMEM;
+}
+
+unsigned long nk__os_page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+	return p > 0 ? (unsigned long)p : 4096ul;
+}
+
+int nk__os_affinity(nk__ilist *cpus)
+{
+	/* Size the mask from the kernel's answer, never from a constant. */
+	for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
+		cpu_set_t *set = CPU_ALLOC(ncpu);
+		size_t sz = CPU_ALLOC_SIZE(ncpu);
+		if (!set)
+			return NK_ENOMEM;
+		CPU_ZERO_S(sz, set);
+		if (sched_getaffinity(0, sz, set) == 0) {
+			nk__ilist l = { 0 };
+			for (size_t c = 0; c < ncpu; c++)
+				if (CPU_ISSET_S(c, sz, set) && nk__ilist_push(&l, (int)c)) {
+					nk__ilist_free(&l);
+					CPU_FREE(set);
+					return NK_ENOMEM;
+				}
+			CPU_FREE(set);
+			nk__ilist_free(cpus);
+			*cpus = l;
+			return 0;
+		}
+		CPU_FREE(set);
+		if (errno != EINVAL)
+			return errno == ENOSYS ? NK_ENOSYS : NK_EIO;
+	}
+	return NK_ENOSYS;
+}
