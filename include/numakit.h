@@ -205,7 +205,7 @@ NK_API int nk_machine_cpu_id(const nk_machine *m, int idx);
 
 /** Where a cpu sits. */
 typedef struct nk_cpu_info {
-	int node;    /**< NUMA node id */
+	int node;    /**< NUMA node id; -1 when the cpu is online but its node is offline */
 	int core;    /**< core index, unique machine-wide (not the OS core_id, which repeats per package) */
 	int package; /**< OS physical_package_id, -1 when unknown */
 	int allowed; /**< 1 when this process may run on it */

@@ -230,14 +230,17 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 			return nk__error(err, NK_EPARSE, "%s: cpu id %d out of range", what, c->id);
 		if (i && c->id == m->cpus[i - 1].id)
 			return nk__error(err, NK_EPARSE, "%s: cpu %d listed twice", what, c->id);
-		if (nk__node_idx(m, c->node) < 0)
+		/* node -1: the cpu is online but its node is not (seen on real
+		 * machines with an offline node); it runs threads but has no local memory */
+		if (c->node != -1 && nk__node_idx(m, c->node) < 0)
 			return nk__error(err, NK_EPARSE, "%s: cpu %d belongs to node %d, which does not exist", what, c->id,
 					 c->node);
 	}
 	for (int i = 0; i < n; i++)
 		m->nodes[i].cpus.n = 0;
 	for (int i = 0; i < m->ncpus; i++)
-		if (nk__ilist_push(&m->nodes[nk__node_idx(m, m->cpus[i].node)].cpus, m->cpus[i].id))
+		if (m->cpus[i].node >= 0 &&
+		    nk__ilist_push(&m->nodes[nk__node_idx(m, m->cpus[i].node)].cpus, m->cpus[i].id))
 			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
 
 	/* cores: cpus with equal (package, core_key) share a core */

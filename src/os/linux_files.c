@@ -1,4 +1,7 @@
 /* Linux OS layer: fsroot-relative reads of /sys and /proc, affinity, page size. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_ALLOC */
+#endif
 #include "os/os.h"
 
 #include <dirent.h>
