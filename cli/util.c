@@ -1,1 +1,191 @@
-/* PLACEHOLDER */
+/* Helpers shared by the subcommands: diagnostics, machine sources, formatting. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void vreport(const char *cmd, const char *fmt, va_list ap, int hint)
+{
+	int top = !cmd || !*cmd;
+
+	fprintf(stderr, top ? "numakit: " : "numakit %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	if (hint)
+		fprintf(stderr, top ? " (see 'numakit --help')" : " (see 'numakit %s --help')", cmd);
+	fputc('\n', stderr);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(cmd, fmt, ap, 0);
+	va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(cmd, fmt, ap, 1);
+	va_end(ap);
+	return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int ret, char **argv)
+{
+	/* getopt leaves optind past the offending word (or its missing argument). */
+	const char *word = optind > 0 ? argv[optind - 1] : "?";
+	char shortopt[3] = { '-', (char)optopt, '\0' };
+
+	/* A short option inside a cluster ("-xq") is named by optopt alone. */
+	if (optopt && strncmp(word, "--", 2) != 0)
+		word = shortopt;
+	if (ret == ':')
+		return cli_usage_error(cmd, "option '%s' needs an argument", word);
+	return cli_usage_error(cmd, "unknown option '%s'", word);
+}
+
+int cli_finish_stdout(const char *cmd, int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(cmd, "cannot write the output: %s", strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	return status;
+}
+
+/* ---- machine sources ---- */
+
+int cli_source_set(struct cli_source *src, const char *cmd, int kind, const char *opt, const char *arg)
+{
+	if (src->kind >= 0)
+		return cli_usage_error(cmd, "%s and %s cannot be combined: choose one machine",
+				       src->opt, opt);
+	src->kind = kind;
+	src->opt = opt;
+	src->arg = arg;
+	return 0;
+}
+
+/* Codes that mean "the input you named is wrong", as opposed to a failure of ours. */
+static int is_input_error(int code)
+{
+	switch (code) {
+	case NK_EINVAL:
+	case NK_ENOENT:
+	case NK_EIO:
+	case NK_EPARSE:
+	case NK_EVERSION:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine **out)
+{
+	nk_error err = { 0, "" };
+	int rc;
+
+	switch (src->kind) {
+	case NK_SOURCE_FSROOT:
+		rc = nk_machine_load_fsroot(src->arg, out, &err);
+		break;
+	case NK_SOURCE_XML:
+		rc = nk_machine_load_xml(src->arg, out, &err);
+		break;
+	case NK_SOURCE_SYNTHETIC:
+		rc = nk_machine_load_synthetic(src->arg, out, &err);
+		break;
+	case NK_SOURCE_FILE:
+		rc = nk_machine_load_file(src->arg, out, &err);
+		break;
+	default:
+		rc = nk_machine_load_live(out, &err);
+		break;
+	}
+	if (rc >= 0)
+		return 0;
+	if (err.message[0])
+		cli_error(cmd, "%s", err.message);
+	else if (src->kind >= 0)
+		cli_error(cmd, "%s: %s", src->arg, nk_strerror(rc));
+	else
+		cli_error(cmd, "live machine: %s", nk_strerror(rc));
+	/* The live machine is not user input: any failure there is a runtime failure. */
+	return src->kind >= 0 && is_input_error(rc) ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+}
+
+/* ---- formatting ---- */
+
+static const char *fmt_size(uint64_t bytes, char *buf, size_t cap, int exact)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	unsigned u = 0;
+	uint64_t div = 1;
+
+	while (u + 1 < sizeof units / sizeof units[0] && bytes / div >= 1024) {
+		div *= 1024;
+		u++;
+	}
+	if (u == 0 || (exact && bytes % div == 0))
+		snprintf(buf, cap, "%" PRIu64 " %s", bytes / div, units[u]);
+	else
+		snprintf(buf, cap, "%.1f %s", (double)bytes / (double)div, units[u]);
+	return buf;
+}
+
+const char *cli_fmt_size(uint64_t bytes, char *buf, size_t cap)
+{
+	return fmt_size(bytes, buf, cap, 1);
+}
+
+const char *cli_fmt_mem(uint64_t bytes, char *buf, size_t cap)
+{
+	return fmt_size(bytes, buf, cap, 0);
+}
+
+char *cli_list_alloc(const int *ids, size_t n)
+{
+	int len;
+	char *s;
+
+	if (n == 0)
+		return strdup("-");
+	len = nk_format_list(ids, n, NULL, 0);
+	if (len < 0)
+		return NULL;
+	s = malloc((size_t)len + 1);
+	if (s)
+		nk_format_list(ids, n, s, (size_t)len + 1);
+	return s;
+}
+
+int cli_get_ids(const nk_machine *m, cli_ids_fn fn, int arg, int **out)
+{
+	int *ids = NULL;
+	int n, again;
+
+	*out = NULL;
+	n = fn(m, arg, NULL, 0);
+	if (n <= 0)
+		return n;
+	ids = malloc((size_t)n * sizeof *ids);
+	if (!ids)
+		return NK_ENOMEM;
+	again = fn(m, arg, ids, (size_t)n);
+	if (again < 0 || again > n) {
+		free(ids);
+		return again < 0 ? again : NK_ERANGE;
+	}
+	*out = ids;
+	return again;
+}

@@ -1,0 +1,103 @@
+/*
+ * The numakit command: what the subcommands share.
+ *
+ * The command is a front end: it parses arguments, calls the public API of
+ * libnumakit (include/numakit.h, nothing else) and prints.  It holds no
+ * placement logic.  Results go to stdout, diagnostics to stderr, each
+ * diagnostic one line starting with "numakit SUBCMD: ".
+ */
+#ifndef NK_CLI_H
+#define NK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numakit.h"
+
+/* Exit statuses (documented in numakit(1), EXIT STATUS). */
+#define CLI_EXIT_OK 0      /* success */
+#define CLI_EXIT_FAIL 1    /* runtime failure: the system or the library failed */
+#define CLI_EXIT_USAGE 2   /* bad usage or bad input: option, missing/corrupt file, bad description */
+
+/** One subcommand.  run() gets argv with argv[0] = the subcommand's name. */
+struct cli_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary; /* one line for `numakit --help` */
+	const char *usage;   /* full help text for `numakit help NAME` / `NAME --help` */
+};
+
+/* Subcommands (one file each: cmd_NAME.c). */
+int cli_cmd_topo(int argc, char **argv);
+extern const char cli_topo_usage[];
+
+/** Print the help of subcommand @p name to stdout; CLI_EXIT_USAGE when there is none. */
+int cli_print_help(const char *name);
+
+/* ---- diagnostics ---- */
+
+/** "numakit CMD: MESSAGE\n" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** As cli_error, adding the hint "(see 'numakit CMD --help')"; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * Report the option getopt_long() rejected (it returned '?' or ':') for
+ * argv; returns CLI_EXIT_USAGE.  Call with opterr = 0 and ':' leading the
+ * short-option string.
+ */
+int cli_bad_option(const char *cmd, int ret, char **argv);
+
+/** Flush stdout; on a write error (full disk, closed pipe) report it and return CLI_EXIT_FAIL. */
+int cli_finish_stdout(const char *cmd, int status);
+
+/* ---- machine sources: --fsroot / --xml / --synthetic / --machine ---- */
+
+/** Which machine a subcommand looks at; the default (kind -1) is the live machine. */
+struct cli_source {
+	int kind;        /* enum nk_machine_source, or -1 for "not chosen" = live */
+	const char *arg; /* directory, file or description */
+	const char *opt; /* the option that chose it, for messages */
+};
+
+#define CLI_SOURCE_INIT { -1, NULL, NULL }
+
+/**
+ * Record a source option; a second, different one is a usage error.
+ * Returns 0 or CLI_EXIT_USAGE (message printed).
+ */
+int cli_source_set(struct cli_source *src, const char *cmd, int kind, const char *opt, const char *arg);
+
+/**
+ * Load the machine chosen by @p src.  On failure prints one line
+ * "numakit CMD: <message>" and returns CLI_EXIT_USAGE for bad input (a file
+ * or directory that is missing or corrupt, a description that does not
+ * parse) or CLI_EXIT_FAIL for anything else (live discovery failed, out of
+ * memory).  Returns 0 on success.
+ */
+int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine **out);
+
+/* ---- formatting ---- */
+
+/**
+ * Format @p bytes in binary units: "0 B", "512 B", "32 KiB", "15.6 GiB"
+ * (exact multiples print without a fraction).  Writes into @p buf.
+ */
+const char *cli_fmt_size(uint64_t bytes, char *buf, size_t cap);
+
+/** As cli_fmt_size, but always one decimal above bytes ("8.0 GiB"), so that columns line up. */
+const char *cli_fmt_mem(uint64_t bytes, char *buf, size_t cap);
+
+/** Compact list "0-3,8" of increasing ids into a malloc'ed string ("-" when empty); NULL on ENOMEM. */
+char *cli_list_alloc(const int *ids, size_t n);
+
+/**
+ * Call a count/capacity getter (see numakit.h) and return a malloc'ed array
+ * of its ids through @p out (NULL when there are none) with the count as
+ * return value, or a negative NK_E* code.
+ */
+typedef int (*cli_ids_fn)(const nk_machine *m, int arg, int *ids, size_t cap);
+int cli_get_ids(const nk_machine *m, cli_ids_fn fn, int arg, int **out);
+
+#endif /* NK_CLI_H */
