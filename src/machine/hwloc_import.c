@@ -66,17 +66,6 @@ static hwloc_obj_t pu_node(hwloc_topology_t topo, hwloc_obj_t pu)
 		best = n;
 		bw = w;
 	}
-	if (best)
-		return best;
-	/* A PU outside every node's cpuset: its own node is offline (the
-	 * offline-cpu0-node0 dump: node 0 offline, its cpus online).  The cpu
-	 * still runs and allocates from some online node, so it goes on the
-	 * lowest-id node with memory rather than out of the machine. */
-	while ((n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) != NULL) {
-		int mem = n->attr->numanode.local_memory > 0, bmem = best && best->attr->numanode.local_memory > 0;
-		if (!best || mem > bmem || (mem == bmem && n->os_index < best->os_index))
-			best = n;
-	}
 	return best;
 }
 
@@ -140,11 +129,11 @@ static int add_cpus(hwloc_topology_t topo, struct nk_machine *m, const char *wha
 		struct nk__cpu *c;
 		hwloc_obj_t node = pu_node(topo, pu), core, pkg;
 
-		if (!node)
-			return nk__error(err, NK_EPARSE, "%s: cpu %u is in no NUMA node", what, pu->os_index);
 		if (nk__machine_add_cpu(m, os_id(pu->os_index), &c))
 			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
-		c->node = os_id(node->os_index);
+		/* A PU in no node's cpuset: its node is offline (the
+		 * offline-cpu0-node0 machine); node -1 as documented. */
+		c->node = node ? os_id(node->os_index) : -1;
 		core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
 		if (core)
 			c->core_key = (long)core->logical_index;

@@ -16,8 +16,7 @@
  * and left 0); PUs become cpus, each on the NUMA node with the smallest
  * cpuset containing it (ties: a node without subtype, i.e. ordinary DRAM,
  * then the lowest id), so memory attached higher up (NVM, HBM, CXL) shows as
- * CPU-less; a PU in no node's cpuset (its node is offline) goes on the
- * lowest-id node with memory; Core logical index and Package os_index give the core identity;
+ * CPU-less; a PU in no node's cpuset (its node is offline) gets node -1; Core logical index and Package os_index give the core identity;
  * every cache object (not memory-side caches) becomes a cache instance;
  * the "from OS, means latency" NUMA distance matrix gives distances (10/20
  * when there is none, and for node pairs it does not cover); page sizes come

@@ -290,12 +290,8 @@ static void check_against_xml(const char *path)
 			      (f->node_subtype[i] == f->node_subtype[best] && f->node_id[i] < f->node_id[best]))))
 				best = i;
 		}
-		if (best < 0) /* its node is offline: the lowest-id node with memory */
-			for (int i = 0; i < f->nnodes; i++)
-				if (f->node_mem[i] && (best < 0 || f->node_id[i] < f->node_id[best]))
-					best = i;
-		assert_true(best >= 0);
-		assert_int_equal(ci.node, f->node_id[best]);
+		/* in no node's cpuset: its node is offline, node -1 */
+		assert_int_equal(ci.node, best < 0 ? -1 : f->node_id[best]);
 		assert_int_equal(ci.allowed, f->allowed_cpus[cpu]);
 		nallowed += f->allowed_cpus[cpu];
 	}
@@ -578,6 +574,25 @@ static void test_fakememinitiators(void **state)
 	nk_machine_free(m);
 }
 
+/* Node 0 offline: hwloc leaves its online cpus 4,6,...,20 outside every
+ * node (the XML's Package 0 has nodeset 0x0); they get node -1. */
+static void test_offline_node(void **state)
+{
+	(void)state;
+	nk_machine *m = load(XML_DIR "/offline-cpu0-node0.xml");
+	nk_cpu_info ci;
+	assert_int_equal(nk_machine_num_nodes(m), 1);
+	assert_int_equal(nk_machine_num_cpus(m), 17);
+	expect_cpus(m, 1, "5,7,9,11,13,15,17,19");
+	assert_int_equal(nk_machine_cpu_info(m, 4, &ci), 0);
+	assert_int_equal(ci.node, -1);
+	assert_int_equal(ci.package, 0);
+	assert_int_equal(nk_machine_cpu_info(m, 5, &ci), 0);
+	assert_int_equal(ci.node, 1);
+	assert_int_equal(nk_machine_distance(m, 1, 1), 10);
+	nk_machine_free(m);
+}
+
 /* Hand-made: node 1 has cpus and no memory, MCDRAM node 2 shares node 0's
  * cpuset, node 1 is disallowed, distances are asymmetric and logical order
  * (0, 2, 1) differs from id order. */
@@ -785,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_kunpeng),
 		cmocka_unit_test(test_sparse),
 		cmocka_unit_test(test_fakememinitiators),
+		cmocka_unit_test(test_offline_node),
 		cmocka_unit_test(test_memoryless),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_not_xml),
