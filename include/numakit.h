@@ -109,8 +109,13 @@ NK_API int nk_machine_load_fsroot(const char *fsroot, nk_machine **out, nk_error
 
 /**
  * Load a machine from an hwloc XML topology file (lstopo foo.xml).
- * Kernel settings are unknown for such a machine.
- * Errors: NK_ENOENT, NK_EPARSE (not hwloc XML, or inconsistent), NK_ENOMEM.
+ * Kernel settings are unknown for such a machine and free memory reads 0.
+ * The file is checked for well-formedness before hwloc parses it (hwloc 2.9's
+ * own XML parser crashes on some corrupt files).
+ * Errors: NK_ENOENT; NK_EPARSE (not hwloc XML, or inconsistent); NK_EVERSION
+ * (an XML version this hwloc does not read, e.g. hwloc 3 output); NK_EIO
+ * (unreadable, a directory, or larger than 8 MiB); NK_EPERM; NK_ENOSYS (hwloc
+ * built without XML support); NK_ENOMEM.
  */
 NK_API int nk_machine_load_xml(const char *path, nk_machine **out, nk_error *err);
 
