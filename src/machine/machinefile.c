@@ -687,13 +687,14 @@ static int read_cpus(struct mf_in *in, const json_t *root, struct nk_machine *m)
 #define AT(field) (snprintf(where, sizeof where, "cpus[%zu]%s", i, field), where)
 		if ((rc = get_object(in, jc, AT(""), 1)) ||
 		    (rc = get_int(in, json_object_get(jc, "id"), AT(".id"), 0, NK__MAX_ID, &id)) ||
-		    (rc = get_int(in, json_object_get(jc, "node"), AT(".node"), 0, NK__MAX_ID, &node)) ||
+		    (rc = get_int(in, json_object_get(jc, "node"), AT(".node"), -1, NK__MAX_ID, &node)) ||
 		    (rc = get_int(in, json_object_get(jc, "core"), AT(".core"), 0, INT_MAX, &core)))
 			goto out;
 		if (json_object_get(jc, "package") &&
 		    (rc = get_int(in, json_object_get(jc, "package"), AT(".package"), -1, INT_MAX, &package)))
 			goto out;
-		if (!has_id(in->node_ids, in->n, (int)node)) {
+		/* -1: the cpu is online but its node is offline (real machines do that) */
+		if (node != -1 && !has_id(in->node_ids, in->n, (int)node)) {
 			rc = mf_fail(in, NK_EPARSE, AT(".node"), "no node %lld in \"nodes\"", node);
 			goto out;
 		}

@@ -219,6 +219,33 @@ static void test_minimal_file(void **state)
 	nk_machine_free(m);
 }
 
+static void test_cpu_on_offline_node(void **state)
+{
+	/* an online cpu whose node is offline has node -1 (nk_cpu_info) and round-trips */
+	static const char text[] =
+		"{\"format\":\"numakit-machine\",\"version\":1,"
+		"\"nodes\":[{\"id\":1,\"mem_total\":4096}],\"distances\":[[10]],"
+		"\"cpus\":[{\"id\":0,\"node\":-1,\"core\":0},{\"id\":1,\"node\":1,\"core\":1}]}";
+	nk_machine *m = load_text(text), *m2;
+	nk_cpu_info ci;
+	char *j1, *j2;
+
+	(void)state;
+	assert_int_equal(nk_machine_num_cpus(m), 2);
+	assert_int_equal(nk_machine_cpu_info(m, 0, &ci), 0);
+	assert_int_equal(ci.node, -1);
+	assert_int_equal(nk_machine_node_cpus(m, 1, NULL, 0), 1);
+	j1 = to_json(m, NK_JSON_COMPACT);
+	assert_non_null(strstr(j1, "{\"id\":0,\"node\":-1,\"core\":0,\"package\":-1}"));
+	m2 = load_text(j1);
+	j2 = to_json(m2, NK_JSON_COMPACT);
+	assert_string_equal(j1, j2);
+	free(j1);
+	free(j2);
+	nk_machine_free(m);
+	nk_machine_free(m2);
+}
+
 static void test_file_node_order(void **state)
 {
 	/* nodes listed 5 then 1: every matrix follows that order, row = from */
@@ -341,6 +368,7 @@ static const struct corrupt corrupt_cases[] = {
 
 	{ "{\"id\":3,\"node\":1", "{\"id\":3,\"node\":7", NK_EPARSE, "cpus[3].node: no node 7 in \"nodes\"" },
 	{ "{\"id\":3,\"node\":1", "{\"id\":2,\"node\":1", NK_EPARSE, "cpus[3].id: 2 is listed twice" },
+	{ "{\"id\":3,\"node\":1", "{\"id\":3,\"node\":-2", NK_EPARSE, "cpus[3].node: -2 is out of range -1..4194304" },
 	{ "\"core\":0,\"package\":0}", "\"package\":0}", NK_EPARSE, "cpus[0].core: missing" },
 	{ "\"core\":0,\"package\":0}", "\"core\":0,\"package\":-2}", NK_EPARSE, "cpus[0].package: -2 is out of range" },
 	{ "{\"id\":2,\"node\":1,\"core\":1", "{\"id\":2,\"node\":1,\"core\":0", NK_EPARSE,
@@ -647,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_compact),
 		cmocka_unit_test(test_loaded_values),
 		cmocka_unit_test(test_minimal_file),
+		cmocka_unit_test(test_cpu_on_offline_node),
 		cmocka_unit_test(test_file_node_order),
 		cmocka_unit_test(test_base_is_valid),
 		cmocka_unit_test(test_corrupt_cases),
