@@ -765,6 +765,10 @@ static const char *thp_name(int mode)
 		return "madvise";
 	case NK_THP_ALWAYS:
 		return "always";
+	case NK_THP_DEFER:
+		return "defer";
+	case NK_THP_DEFER_MADVISE:
+		return "defer+madvise";
 	default:
 		return "unknown";
 	}

@@ -257,13 +257,20 @@ NK_API uint64_t nk_machine_page_size(const nk_machine *m);
 NK_API int nk_machine_huge_page_sizes(const nk_machine *m, uint64_t *sizes, size_t cap);
 
 /** Transparent huge pages mode ("enabled" setting). */
-enum nk_thp_mode { NK_THP_UNKNOWN = -1, NK_THP_NEVER = 0, NK_THP_MADVISE = 1, NK_THP_ALWAYS = 2 };
+enum nk_thp_mode {
+	NK_THP_UNKNOWN = -1,
+	NK_THP_NEVER = 0,
+	NK_THP_MADVISE = 1,
+	NK_THP_ALWAYS = 2,
+	NK_THP_DEFER = 3,         /**< defrag only: reclaim/compact in the background for every fault */
+	NK_THP_DEFER_MADVISE = 4, /**< defrag only: direct for madvised regions, background for the rest */
+};
 
 /** Kernel settings that change placement behind the program's back. */
 typedef struct nk_kernel_settings {
 	int numa_balancing;   /**< /proc/sys/kernel/numa_balancing value (0 off, 1 on, 2 tiering, 3 both); -1 unknown */
 	int thp_enabled;      /**< enum nk_thp_mode */
-	int thp_defrag;       /**< enum nk_thp_mode for the "defrag" setting (NK_THP_ALWAYS also for "defer"); -1 unknown */
+	int thp_defrag;       /**< enum nk_thp_mode for the "defrag" setting; -1 unknown */
 	int weighted_interleave; /**< 1 when the kernel exposes weighted-interleave weights, 0 when not, -1 unknown */
 } nk_kernel_settings;
 /** Fill @p out.  Errors: NK_EINVAL. */

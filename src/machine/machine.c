@@ -142,6 +142,27 @@ static int cmp_cpu(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* C11 qsort has no context argument: the array being sorted is passed
+ * through a thread-local, so concurrent loads in different threads are safe. */
+static _Thread_local const struct nk__cpu *core_sort_base;
+
+static int same_core(const struct nk__cpu *x, const struct nk__cpu *y)
+{
+	return x->core_key >= 0 && x->core_key == y->core_key && x->package == y->package && x->node == y->node;
+}
+
+static int cmp_core_key(const void *a, const void *b)
+{
+	const struct nk__cpu *x = &core_sort_base[*(const int *)a], *y = &core_sort_base[*(const int *)b];
+	if (x->node != y->node)
+		return (x->node > y->node) - (x->node < y->node);
+	if (x->package != y->package)
+		return (x->package > y->package) - (x->package < y->package);
+	if (x->core_key != y->core_key)
+		return (x->core_key > y->core_key) - (x->core_key < y->core_key);
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 static int cmp_cache(const void *a, const void *b)
 {
 	const struct nk__cache *x = a, *y = b;
@@ -243,20 +264,28 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 		    nk__ilist_push(&m->nodes[nk__node_idx(m, m->cpus[i].node)].cpus, m->cpus[i].id))
 			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
 
-	/* cores: cpus with equal (package, core_key) share a core */
-	m->ncores = 0;
-	for (int i = 0; i < m->ncpus; i++) {
-		struct nk__cpu *c = &m->cpus[i];
-		c->core = -1;
-		if (c->core_key >= 0)
-			for (int j = 0; j < i; j++)
-				if (m->cpus[j].core_key == c->core_key && m->cpus[j].package == c->package &&
-				    m->cpus[j].node == c->node) {
-					c->core = m->cpus[j].core;
-					break;
-				}
-		if (c->core < 0)
-			c->core = m->ncores++;
+	/* cores: cpus with equal (node, package, core_key) share a core.  Sort
+	 * cpu indices by that key so the grouping is O(n log n) even for the
+	 * 65536-cpu machines a synthetic description can make. */
+	{
+		int *ord = malloc(2 * (size_t)m->ncpus * sizeof *ord), *leader = ord + m->ncpus;
+		if (!ord)
+			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+		for (int i = 0; i < m->ncpus; i++)
+			ord[i] = i;
+		core_sort_base = m->cpus;
+		qsort(ord, (size_t)m->ncpus, sizeof *ord, cmp_core_key);
+		core_sort_base = NULL;
+		/* id is the last sort key, so a group's first element is its lowest cpu */
+		for (int i = 0; i < m->ncpus; i++)
+			leader[ord[i]] = (i && same_core(&m->cpus[ord[i - 1]], &m->cpus[ord[i]])) ? leader[ord[i - 1]]
+												     : ord[i];
+		/* cpus are sorted by id: a leader is numbered before its followers,
+		 * so core indices follow cpu order */
+		m->ncores = 0;
+		for (int i = 0; i < m->ncpus; i++)
+			m->cpus[i].core = leader[i] == i ? m->ncores++ : m->cpus[leader[i]].core;
+		free(ord);
 	}
 
 	/* allowed sets: intersect with what exists; empty means "everything" */
@@ -317,6 +346,9 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 	if (kept)
 		qsort(m->caches, (size_t)kept, sizeof *m->caches, cmp_cache);
 
+	if (m->kernel.thp_enabled < NK_THP_UNKNOWN || m->kernel.thp_enabled > NK_THP_ALWAYS ||
+	    m->kernel.thp_defrag < NK_THP_UNKNOWN || m->kernel.thp_defrag > NK_THP_DEFER_MADVISE)
+		return nk__error(err, NK_EPARSE, "%s: bad transparent huge page mode", what);
 	if (!m->page_size)
 		m->page_size = 4096;
 	if (m->page_size & (m->page_size - 1))
@@ -428,21 +460,22 @@ int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap)
 		return NK_ENODEV;
 	if (cap && !nodes)
 		return NK_EINVAL;
-	/* Selection by (distance, self-first, id): O(n^2) but allocation-free;
-	 * n is at most NK__MAX_NODES and this is not a hot path. */
+	/* Selection by (self-first, distance, id): O(n^2) but allocation-free;
+	 * n is at most NK__MAX_NODES and this is not a hot path.  Self comes
+	 * first even when firmware reports a remote distance below the local one. */
 	int count = 0, n = m->nnodes;
-	int last_d = -1, last_id = -1, last_self = 1;
+	int last_d = -1, last_id = -1, last_self = -1;
 	for (;;) {
 		int best = -1, bd = 0, bself = 0;
 		for (int j = 0; j < n; j++) {
 			if (!(m->nodes[j].flags & NK_NODE_HAS_MEMORY))
 				continue;
 			int d = m->dist[a * n + j], self = (j == a) ? 0 : 1, id = m->nodes[j].id;
-			/* strictly after the last emitted key */
-			if (last_d >= 0 && (d < last_d || (d == last_d && (self < last_self ||
-					(self == last_self && id <= last_id)))))
+			/* keys (self, d, id) strictly after the last emitted key */
+			if (last_self >= 0 && (self < last_self || (self == last_self && (d < last_d ||
+					(d == last_d && id <= last_id)))))
 				continue;
-			if (best < 0 || d < bd || (d == bd && (self < bself || (self == bself && id < m->nodes[best].id)))) {
+			if (best < 0 || self < bself || (self == bself && (d < bd || (d == bd && id < m->nodes[best].id)))) {
 				best = j;
 				bd = d;
 				bself = self;

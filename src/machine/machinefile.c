@@ -19,9 +19,9 @@
  * matrix exceeds).
  */
 #include "machine/machine_impl.h"
+#include "os/os.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MF_FORMAT "numakit-machine"
 #define MF_VERSION 1
@@ -84,6 +83,8 @@ static json_t *thp_json(int mode)
 	case NK_THP_NEVER: return json_string("never");
 	case NK_THP_MADVISE: return json_string("madvise");
 	case NK_THP_ALWAYS: return json_string("always");
+	case NK_THP_DEFER: return json_string("defer");
+	case NK_THP_DEFER_MADVISE: return json_string("defer+madvise");
 	default: return json_null();
 	}
 }
@@ -212,78 +213,31 @@ int nk_machine_to_json(const nk_machine *m, unsigned flags, char **out)
 	return 0;
 }
 
-static int write_all(int fd, const char *s, size_t len)
-{
-	while (len) {
-		ssize_t k = write(fd, s, len);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		s += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
 int nk_machine_save(const nk_machine *m, const char *path, nk_error *err)
 {
-	char *text = NULL, *tmp = NULL;
-	int fd = -1, rc;
+	char *text = NULL;
+	const char *stage;
+	int rc, e = 0;
 
 	if (!m || !path || !*path)
 		return nk__error(err, NK_EINVAL, "nk_machine_save: NULL argument");
 	rc = nk_machine_to_json(m, 0, &text);
 	if (rc)
 		return nk__error(err, rc, "%s: %s", path, nk_strerror(rc));
-
-	/* Write a sibling temporary file and rename it over @p path, so a reader
-	 * never sees half a file and a failed save leaves the old one intact.
-	 * open(O_EXCL) with mode 0666 (rather than mkstemp's 0600) lets the
-	 * umask decide the permissions, as for any file the user creates. */
-	size_t tlen = strlen(path) + 48;
-	tmp = malloc(tlen);
-	if (!tmp) {
-		rc = nk__error(err, NK_ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	for (unsigned attempt = 0; fd < 0 && attempt < 100; attempt++) {
-		snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		rc = nk__error(err, NK_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-		goto out;
-	}
-	if (write_all(fd, text, strlen(text)) || write_all(fd, "\n", 1) || fsync(fd)) {
-		rc = nk__error(err, NK_EIO, "%s: cannot write: %s", path, strerror(errno));
-		goto out_unlink;
-	}
-	if (close(fd)) {
-		fd = -1;
-		rc = nk__error(err, NK_EIO, "%s: cannot write: %s", path, strerror(errno));
-		goto out_unlink;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		rc = nk__error(err, NK_EIO, "%s: cannot replace: %s", path, strerror(errno));
-		goto out_unlink;
-	}
-	rc = 0;
-	goto out;
-
-out_unlink:
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
-	unlink(tmp);
-out:
-	free(tmp);
+	size_t len = strlen(text);
+	text[len] = '\n'; /* json_dumps' terminator becomes the final newline */
+	/* Atomic: a reader never sees half a file, a failed save keeps the old one. */
+	rc = nk__os_write_atomic(path, text, len + 1, &stage, &e);
 	free(text);
-	return rc;
+	if (rc == NK_ENOMEM)
+		return nk__error(err, rc, "%s: out of memory", path);
+	if (rc && !strcmp(stage, "create"))
+		return nk__error(err, rc, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+	if (rc && !strcmp(stage, "write"))
+		return nk__error(err, rc, "%s: cannot write: %s", path, strerror(e));
+	if (rc)
+		return nk__error(err, rc, "%s: cannot replace: %s", path, strerror(e));
+	return 0;
 }
 
 /* ================================================================== reader */
@@ -404,14 +358,18 @@ static int get_thp(struct mf_in *in, const json_t *v, const char *where, int *ou
 	if (!json_is_string(v))
 		return mf_fail(in, NK_EPARSE, where, "expected a string or null, found %s", type_name(v));
 	s = json_string_value(v);
-	if (!strcmp(s, "always") || !strcmp(s, "defer"))
+	if (!strcmp(s, "always"))
 		*out = NK_THP_ALWAYS;
+	else if (!strcmp(s, "defer"))
+		*out = NK_THP_DEFER;
+	else if (!strcmp(s, "defer+madvise"))
+		*out = NK_THP_DEFER_MADVISE;
 	else if (!strcmp(s, "madvise"))
 		*out = NK_THP_MADVISE;
 	else if (!strcmp(s, "never"))
 		*out = NK_THP_NEVER;
 	else
-		return mf_fail(in, NK_EPARSE, where, "\"%.20s\" is not always, madvise or never", s);
+		return mf_fail(in, NK_EPARSE, where, "\"%.20s\" is not always, madvise, never, defer or defer+madvise", s);
 	return 0;
 }
 
@@ -983,44 +941,26 @@ int nk_machine_load_buffer(const char *buf, size_t len, nk_machine **out, nk_err
 	return load_named(buf ? buf : "", len, "<buffer>", out, err);
 }
 
+/* A 4096-node machine with three measured matrices is ~1 GiB of JSON at
+ * worst; anything larger is not a machine file. */
+#define MF_MAX_BYTES (1024ul << 20)
+
 int nk_machine_load_file(const char *path, nk_machine **out, nk_error *err)
 {
-	FILE *f = NULL;
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
+	size_t len = 0;
+	int rc, e = 0;
 
 	if (!path || !out)
 		return nk__error(err, NK_EINVAL, "nk_machine_load_file: NULL argument");
-	f = fopen(path, "rb");
-	if (!f) {
-		if (errno == ENOENT)
-			return nk__error(err, NK_ENOENT, "%s: no such file", path);
-		return nk__error(err, NK_EIO, "%s: %s", path, strerror(errno));
-	}
-	for (;;) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			char *nb = realloc(buf, ncap);
-			if (!nb) {
-				rc = nk__error(err, NK_ENOMEM, "%s: out of memory", path);
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		size_t k = fread(buf + len, 1, cap - len, f);
-		len += k;
-		if (k == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = nk__error(err, NK_EIO, "%s: read error", path);
-		goto out;
-	}
+	rc = nk__os_read_whole(path, MF_MAX_BYTES, &buf, &len, &e);
+	if (rc == NK_ENOENT)
+		return nk__error(err, rc, "%s: no such file", path);
+	if (rc == NK_ENOMEM)
+		return nk__error(err, rc, "%s: out of memory", path);
+	if (rc)
+		return nk__error(err, rc, "%s: %s", path, e == EFBIG ? "larger than 1 GiB, not a machine file" : strerror(e));
 	rc = load_named(buf, len, path, out, err);
-out:
 	free(buf);
-	fclose(f);
 	return rc;
 }

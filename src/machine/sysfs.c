@@ -482,9 +482,9 @@ static int thp_mode(const char *txt)
 	if (len == 6 && !strncmp(b, "always", 6))
 		return NK_THP_ALWAYS;
 	if (len == 5 && !strncmp(b, "defer", 5))
-		return NK_THP_ALWAYS; /* defrags, in the background */
+		return NK_THP_DEFER;
 	if (len == 13 && !strncmp(b, "defer+madvise", 13))
-		return NK_THP_MADVISE;
+		return NK_THP_DEFER_MADVISE;
 	if (len == 7 && !strncmp(b, "madvise", 7))
 		return NK_THP_MADVISE;
 	if (len == 5 && !strncmp(b, "never", 5))

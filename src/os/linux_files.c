@@ -97,6 +97,129 @@ out_close:
 	return rc;
 }
 
+int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno)
+{
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	struct stat st;
+	int fd, rc, e = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		rc = errno_code(e);
+		goto out;
+	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		e = EISDIR;
+		rc = NK_EIO;
+		goto out_close;
+	}
+	for (;;) {
+		if (n + 1 >= cap) {
+			/* grows past max by at most one step; the n > max check stops it */
+			size_t ncap = cap ? cap * 2 : 65536;
+			char *nb = realloc(buf, ncap);
+			if (!nb) {
+				rc = NK_ENOMEM;
+				goto out_free;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t k = read(fd, buf + n, cap - n - 1);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			e = errno;
+			rc = NK_EIO;
+			goto out_free;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n > max) {
+			e = EFBIG;
+			rc = NK_EIO;
+			goto out_free;
+		}
+	}
+	if (!buf && !(buf = malloc(1))) {
+		rc = NK_ENOMEM;
+		goto out_close;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	close(fd);
+	return 0;
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+out:
+	if (sys_errno)
+		*sys_errno = e;
+	return rc;
+}
+
+int nk__os_write_atomic(const char *path, const void *data, size_t len, const char **stage, int *sys_errno)
+{
+	size_t tlen = strlen(path) + 48;
+	char *tmp = malloc(tlen);
+	const char *p = data;
+	int fd = -1, e = 0;
+
+	*stage = "create";
+	if (!tmp)
+		return NK_ENOMEM;
+	for (unsigned attempt = 0; fd < 0 && attempt < 100; attempt++) {
+		snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		e = errno;
+		free(tmp);
+		if (sys_errno)
+			*sys_errno = e;
+		return NK_EIO;
+	}
+	*stage = "write";
+	while (len) {
+		ssize_t k = write(fd, p, len);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		p += k;
+		len -= (size_t)k;
+	}
+	if (fsync(fd))
+		goto fail;
+	if (close(fd)) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	*stage = "replace";
+	if (rename(tmp, path))
+		goto fail;
+	free(tmp);
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	if (sys_errno)
+		*sys_errno = e;
+	return NK_EIO;
+}
+
 int nk__os_exists(const char *root, const char *path)
 {
 	char full[PATH_MAX];

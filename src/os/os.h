@@ -24,6 +24,24 @@
  */
 int nk__os_read_file(const char *root, const char *path, char **out);
 
+/**
+ * Read a whole user file (a machine file, a plan) byte for byte, NULs
+ * included, refusing more than @p max bytes.  *out is NUL-terminated for
+ * convenience; *len is the byte count.  Returns 0, NK_ENOENT, NK_EPERM,
+ * NK_EIO (unreadable, a directory, larger than max), NK_ENOMEM; *sys_errno
+ * (may be NULL) receives errno for messages.
+ */
+int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno);
+
+/**
+ * Replace @p path atomically with @p len bytes: write a sibling temporary
+ * file (mode 0666 less the umask), fsync, rename over.  A failure leaves the
+ * old file intact and no temporary behind.  Returns 0 or NK_EIO/NK_ENOMEM;
+ * *stage names the step that failed ("create", "write", "replace") and
+ * *sys_errno its errno.
+ */
+int nk__os_write_atomic(const char *path, const void *data, size_t len, const char **stage, int *sys_errno);
+
 /** 1 when @p path exists under @p root, 0 otherwise. */
 int nk__os_exists(const char *root, const char *path);
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,10 +119,16 @@ static int parse_uint(const char **p, const char *end, long *out)
 	return 0;
 }
 
+/*
+ * Ranges are collected in a bitmap of NK__MAX_ID + 1 bits (8 KiB), so input
+ * that repeats huge ranges costs O(input + ids), never more memory than the
+ * bitmap and the output.
+ */
 int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 {
 	nk__ilist l = { 0 };
 	const char *p, *end;
+	uint64_t *bits = NULL;
 	int rc = NK_EPARSE;
 
 	out->n = 0;
@@ -130,6 +137,15 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 		return NK_EPARSE;
 	}
 	trim_bounds(text, &p, &end);
+	if (p == end) {
+		nk__ilist_free(out);
+		return 0;
+	}
+	bits = calloc((NK__MAX_ID + 64) / 64, sizeof *bits);
+	if (!bits) {
+		why_set(why, whylen, "out of memory");
+		return NK_ENOMEM;
+	}
 	while (p < end) {
 		long a, b, stride = 1;
 		int r = parse_uint(&p, end, &a);
@@ -166,11 +182,7 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 			}
 		}
 		for (long x = a; x <= b; x += stride)
-			if (nk__ilist_push(&l, (int)x)) {
-				rc = NK_ENOMEM;
-				why_set(why, whylen, "out of memory");
-				goto fail;
-			}
+			bits[x / 64] |= 1ull << (x % 64);
 		if (p < end) {
 			if (*p != ',') {
 				why_set(why, whylen, "unexpected character '%c'", isprint((unsigned char)*p) ? *p : '?');
@@ -183,11 +195,19 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 			}
 		}
 	}
-	nk__ilist_normalize(&l);
+	for (long w = 0; w < (NK__MAX_ID + 64) / 64; w++)
+		for (uint64_t v = bits[w]; v; v &= v - 1)
+			if (nk__ilist_push(&l, (int)(w * 64 + __builtin_ctzll(v)))) {
+				rc = NK_ENOMEM;
+				why_set(why, whylen, "out of memory");
+				goto fail;
+			}
+	free(bits);
 	nk__ilist_free(out);
 	*out = l;
 	return 0;
 fail:
+	free(bits);
 	nk__ilist_free(&l);
 	return rc;
 }
@@ -212,7 +232,7 @@ int nk__parse_mask(const char *text, nk__ilist *out, char *why, size_t whylen)
 			return NK_EPARSE;
 		}
 	}
-	if (ndigits * 4 > (size_t)NK__MAX_ID) {
+	if (ndigits * 4 > (size_t)NK__MAX_ID + 1) {
 		why_set(why, whylen, "mask too long");
 		return NK_EPARSE;
 	}
@@ -242,8 +262,6 @@ int nk__format_list(const int *ids, size_t n, char *buf, size_t cap)
 {
 	size_t len = 0;
 	char tmp[32];
-	if (cap)
-		buf[0] = '\0';
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		while (j + 1 < n && ids[j + 1] == ids[j] + 1)
@@ -253,13 +271,15 @@ int nk__format_list(const int *ids, size_t n, char *buf, size_t cap)
 			k = snprintf(tmp, sizeof tmp, "%s%d-%d", len ? "," : "", ids[i], ids[j]);
 		else
 			k = snprintf(tmp, sizeof tmp, "%s%d", len ? "," : "", ids[i]);
-		if (cap && len + (size_t)k < cap)
-			memcpy(buf + len, tmp, (size_t)k + 1);
-		else if (cap && len < cap)
-			buf[len] = '\0';
+		/* copy what fits, character by character, as snprintf would */
+		for (int c = 0; c < k; c++)
+			if (len + (size_t)c + 1 < cap)
+				buf[len + (size_t)c] = tmp[c];
 		len += (size_t)k;
 		i = j + 1;
 	}
+	if (cap)
+		buf[len < cap ? len : cap - 1] = '\0';
 	return len > INT_MAX ? INT_MAX : (int)len;
 }
 

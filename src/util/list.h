@@ -26,7 +26,8 @@ int nk__ilist_copy(nk__ilist *dst, const int *src, size_t n);
  * "\n").  Ids must be in [0, NK__MAX_ID].  On failure writes a message into
  * @p why (may be NULL) and returns NK_EPARSE; @p out is left empty.
  */
-#define NK__MAX_ID (1 << 22)
+/* Linux has at most 8192 cpus (NR_CPUS) and 1024 nodes; 65535 leaves room. */
+#define NK__MAX_ID 65535
 int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen);
 
 /**

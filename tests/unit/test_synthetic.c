@@ -406,7 +406,7 @@ static void test_errors(void **state)
 	expect_error("nodes=2 ids=0,0", "\"ids=0,0\": expected 2 distinct node ids, found 1");
 	expect_error("nodes=2 ids=0-2", "found 3");
 	expect_error("nodes=2 ids=0-", "\"ids=0-\"");
-	expect_error("nodes=2 ids=1,4194305", "too large");
+	expect_error("nodes=2 ids=1,65536", "too large");
 	expect_error("nodes=2 memless=2", "\"memless=2\": node index 2 out of range 0..1");
 	expect_error("nodes=2 cpuless=1,,", "\"cpuless=1,,\"");
 	expect_error("nodes=2 memless=0 cpuless=0", "node index 0 is also memless");

@@ -150,7 +150,7 @@ static void test_good_tree(void **state)
 	nk_machine_kernel_settings(m, &ks);
 	assert_int_equal(ks.numa_balancing, 1);
 	assert_int_equal(ks.thp_enabled, NK_THP_MADVISE);
-	assert_int_equal(ks.thp_defrag, NK_THP_MADVISE);
+	assert_int_equal(ks.thp_defrag, NK_THP_DEFER_MADVISE);
 	assert_int_equal(ks.weighted_interleave, 1);
 	assert_int_equal(nk_machine_wi_weight(m, 0), 3);
 	assert_int_equal(nk_machine_wi_weight(m, 5), 1);
