@@ -60,4 +60,57 @@ unsigned long nk__os_page_size(void);
 /** Cpus the calling thread may run on (sched_getaffinity). Returns 0, NK_ENOSYS, NK_ENOMEM. */
 int nk__os_affinity(nk__ilist *cpus);
 
+/* ------------------------------------------------------------------ syscalls
+ * Thin wrappers, one per system call.  They return 0 (or a count) on success
+ * and -errno on failure, untranslated: the caller knows the context needed
+ * for a useful message.  -ENOSYS where the kernel or libc lacks the call.
+ */
+
+/* Kernel memory-policy modes (linux/mempolicy.h; 5 and 6 postdate older headers). */
+enum {
+	NK__MPOL_DEFAULT = 0,
+	NK__MPOL_PREFERRED = 1,
+	NK__MPOL_BIND = 2,
+	NK__MPOL_INTERLEAVE = 3,
+	NK__MPOL_LOCAL = 4,
+	NK__MPOL_PREFERRED_MANY = 5,   /* Linux >= 5.15 */
+	NK__MPOL_WEIGHTED_INTERLEAVE = 6, /* Linux >= 6.9 */
+};
+#define NK__MPOL_MF_STRICT (1u << 0)
+#define NK__MPOL_MF_MOVE (1u << 1)
+#define NK__MPOL_MF_MOVE_ALL (1u << 2)
+#define NK__MPOL_F_NODE (1u << 0)
+#define NK__MPOL_F_ADDR (1u << 1)
+#define NK__MPOL_F_MEMS_ALLOWED (1u << 2)
+#define NK__MPOL_F_STATIC_NODES (1u << 15)
+
+/** mbind(2) over [addr, addr+len) with the node set @p nodes (ids, any order). */
+int nk__os_mbind(void *addr, size_t len, int mode, const int *nodes, size_t n, unsigned flags);
+
+/** set_mempolicy(2) for the calling thread. */
+int nk__os_set_mempolicy(int mode, const int *nodes, size_t n);
+
+/**
+ * get_mempolicy(2).  With NK__MPOL_F_ADDR|NK__MPOL_F_NODE, *mode receives the
+ * node of the page at @p addr.  @p nodes (may be NULL) receives the node set.
+ */
+int nk__os_get_mempolicy(int *mode, nk__ilist *nodes, void *addr, unsigned flags);
+
+/**
+ * move_pages(2) on the calling process.  @p nodes NULL queries: status[i]
+ * receives the node of pages[i] or -errno (-ENOENT: never touched).  With
+ * nodes, moves and status[i] receives the node reached or -errno.
+ * Returns 0, a positive count of pages not moved, or -errno.
+ */
+long nk__os_move_pages(unsigned long count, void **pages, const int *nodes, int *status, int flags);
+
+/** sched_setaffinity(2) of thread @p tid (0 = caller) to @p cpus. */
+int nk__os_set_affinity(int tid, const int *cpus, size_t n);
+
+/** getcpu(2): the cpu and node the caller runs on now (either may be NULL). */
+int nk__os_getcpu(int *cpu, int *node);
+
+/** gettid(2). */
+int nk__os_gettid(void);
+
 #endif
