@@ -320,6 +320,165 @@ NK_API int nk_parse_list(const char *text, int *ids, size_t cap, nk_error *err);
  */
 NK_API int nk_format_list(const int *ids, size_t n, char *buf, size_t cap);
 
+/* =============================================================== policies
+ *
+ * A policy is a value: a kind, a node set and parameters.  Given a machine
+ * and a region (an address range with optional geometry) it yields a plan,
+ * the node of every page, without touching memory.  Policies are pure and
+ * deterministic (random takes a seed).  Applying a plan is separate
+ * (nk_apply), so a policy can be re-applied at every program phase.
+ *
+ * Page i below is the i-th page of the region counted from the page that
+ * holds its first byte; M is the size of the policy's node set.
+ */
+typedef struct nk_policy nk_policy;
+
+enum nk_policy_kind {
+	NK_POLICY_BIND = 0,             /**< all pages on the node set, filling nodes in order (Minas bind_all) */
+	NK_POLICY_BLOCK = 1,            /**< one contiguous block per thread (or per node), block t on thread t's node */
+	NK_POLICY_CYCLIC = 2,           /**< page i -> node[i mod M] */
+	NK_POLICY_CYCLIC_BLOCK = 3,     /**< block of b pages j -> node[j mod M] */
+	NK_POLICY_CYCLIC_NEIGHBORS = 4, /**< cyclic over the home node and its nearest neighbours by NUMA factor */
+	NK_POLICY_SKEW_MAPP = 5,        /**< page i -> node[(i + floor(i/M) + 1) mod M] */
+	NK_POLICY_PRIME_MAPP = 6,       /**< cyclic over P >= M virtual banks (P prime), then virtual -> real cyclic */
+	NK_POLICY_RANDOM = 7,           /**< seeded, reproducible uniform choice per page */
+	NK_POLICY_BLOCK_CYCLIC = 8,     /**< blocks of a given byte size round robin (Majo & Gross) */
+	NK_POLICY_BLOCK_EXCLUSIVE = 9,  /**< 2D latin square: block (r,c) of a p x p grid -> node[(r + c) mod p] */
+	NK_POLICY_WEIGHTED = 10,        /**< weighted interleave: node k gets w_k of every sum(w) pages */
+	NK_POLICY_NEXT_TOUCH = 11,      /**< each page moves to the node of the next thread touching it */
+	NK_POLICY_KIND_COUNT = 12
+};
+
+/** How NK_POLICY_BLOCK cuts a region with geometry. */
+enum nk_split {
+	NK_SPLIT_PAGES = 0,  /**< equal runs of pages (any region) */
+	NK_SPLIT_ROWS = 1,   /**< whole rows (2D) or planes (3D) per block: dims[0] is divided */
+	NK_SPLIT_COLS = 2,   /**< whole columns (2D, row-major): dims[1] is divided, page-granular */
+};
+
+/**
+ * Parse a policy from text, the form used by the CLI and plans:
+ *   KIND[:key=value[,key=value...]]   e.g.
+ *   "cyclic:nodes=0-3"   "cyclic_block:block=64K"   "bind:nodes=2"
+ *   "block:split=rows"   "skew_mapp"   "prime_mapp:prime=7"   "random:seed=42"
+ *   "block_cyclic:block=1M,nodes=0,2"   "weighted:weights=0=3/1=1"
+ *   "cyclic_neighbors:home=1,count=2"   "block_exclusive"   "next_touch"
+ * Keys not given keep their defaults (nodes: every node with memory that the
+ * process may use).  Errors: NK_EPARSE naming the token, NK_ENOMEM.
+ */
+NK_API int nk_policy_parse(const char *text, nk_policy **out, nk_error *err);
+/** A policy of @p kind with default parameters.  Errors: NK_EINVAL, NK_ENOMEM. */
+NK_API int nk_policy_create(int kind, nk_policy **out);
+/** Deep copy.  Errors: NK_EINVAL, NK_ENOMEM. */
+NK_API int nk_policy_copy(const nk_policy *p, nk_policy **out);
+NK_API void nk_policy_free(nk_policy *p);
+/** The kind, or NK_EINVAL. */
+NK_API int nk_policy_kind(const nk_policy *p);
+/** Canonical text form (parses back to an equal policy); snprintf semantics. */
+NK_API int nk_policy_format(const nk_policy *p, char *buf, size_t cap);
+
+/** Node set, in the order the policy uses (n = 0: the default set). Errors: NK_EINVAL (negative id, duplicate). */
+NK_API int nk_policy_set_nodes(nk_policy *p, const int *nodes, size_t n);
+/** Block size in bytes for cyclic_block / block_cyclic (rounded up to whole pages). Errors: NK_EINVAL (0). */
+NK_API int nk_policy_set_block(nk_policy *p, uint64_t bytes);
+/** Weights (1..255) per node for NK_POLICY_WEIGHTED.  Errors: NK_EINVAL. */
+NK_API int nk_policy_set_weights(nk_policy *p, const int *nodes, const unsigned *weights, size_t n);
+/** Seed of NK_POLICY_RANDOM. */
+NK_API int nk_policy_set_seed(nk_policy *p, uint64_t seed);
+/** Home node of cyclic_neighbors (default: the caller's node when the plan is built). */
+NK_API int nk_policy_set_home(nk_policy *p, int node);
+/** How many nodes cyclic_neighbors uses, home included (default: home + nodes at the smallest remote factor). */
+NK_API int nk_policy_set_count(nk_policy *p, int count);
+/** Prime P of prime_mapp (default: the smallest prime >= M).  Errors: NK_EINVAL (not prime, < M). */
+NK_API int nk_policy_set_prime(nk_policy *p, int prime);
+/**
+ * Threads of NK_POLICY_BLOCK: block t goes to @p thread_nodes[t] (default: one
+ * block per node of the set).  Errors: NK_EINVAL.
+ */
+NK_API int nk_policy_set_threads(nk_policy *p, const int *thread_nodes, size_t nthreads);
+/** enum nk_split of NK_POLICY_BLOCK.  Errors: NK_EINVAL. */
+NK_API int nk_policy_set_split(nk_policy *p, int split);
+
+/** An address range and, optionally, its geometry (row-major, outermost first). */
+typedef struct nk_region {
+	void *addr;       /**< first byte */
+	size_t len;       /**< bytes (> 0) */
+	size_t elem_size; /**< bytes per element, 0 = no geometry */
+	int ndims;        /**< 0 (flat), 1, 2 or 3 */
+	size_t dims[3];   /**< extents, outermost first; product * elem_size == len */
+} nk_region;
+
+/** The node of every page of a region under a policy. */
+typedef struct nk_plan nk_plan;
+
+/**
+ * Build the plan of @p p over @p r on @p m.  Compact: memory is O(nodes +
+ * blocks), never O(pages), except for policies that are genuinely per page
+ * (random keeps only its seed and recomputes).
+ * Errors: NK_EINVAL (bad region, geometry the policy needs is missing, a node
+ * set empty after removing nodes without memory); NK_ENODEV (a node the
+ * machine lacks); NK_EPERM (a node the process may not use); NK_ENOMEM.
+ */
+NK_API int nk_plan_build(const nk_machine *m, const nk_policy *p, const nk_region *r, nk_plan **out, nk_error *err);
+NK_API void nk_plan_free(nk_plan *pl);
+/** Number of pages the plan covers. */
+NK_API size_t nk_plan_num_pages(const nk_plan *pl);
+/** Page size the plan was built for. */
+NK_API uint64_t nk_plan_page_size(const nk_plan *pl);
+/** Node of page @p page (0-based), or NK_EINVAL when out of range. */
+NK_API int nk_plan_node(const nk_plan *pl, size_t page);
+/**
+ * Nodes of pages [first, first + n) into @p nodes, in O(n) without per-call
+ * allocation (the fast path for appliers and tests).  Errors: NK_EINVAL.
+ */
+NK_API int nk_plan_nodes(const nk_plan *pl, size_t first, size_t n, int *nodes);
+
+/* ============================================================ placement
+ * Applying a plan to memory and asking where memory is (Linux: mbind,
+ * move_pages).  These are the only calls of this part that touch the system.
+ */
+
+/** Flags of nk_apply(). */
+#define NK_APPLY_STRICT 0x1u   /**< fail with NK_ENOMEM instead of falling back to another node */
+#define NK_APPLY_NO_MOVE 0x2u  /**< set the policy for future faults only; leave resident pages */
+#define NK_APPLY_ALLFLAGS 0x3u
+
+/** What an application did. */
+typedef struct nk_apply_result {
+	size_t pages;           /**< pages in the region */
+	size_t pages_untouched; /**< not yet faulted in: placed by policy at first touch */
+	size_t pages_in_place;  /**< resident on their target already */
+	size_t pages_moved;     /**< migrated to their target */
+	size_t pages_fallback;  /**< placed on another node than planned (full or refused node) */
+	size_t pages_failed;    /**< could not be placed (busy, pinned); the data is intact */
+	size_t syscalls;        /**< mbind + move_pages calls made */
+	int fallback_node;      /**< a node that received fallback pages, -1 if none */
+} nk_apply_result;
+
+/**
+ * Make the region's pages follow @p pl: untouched pages through the fewest
+ * mbind calls the kernel can express; resident pages through batched
+ * move_pages carrying only the pages not already on their target.  A target
+ * without free memory or not allowed falls back to the nearest allowed node
+ * with room, counted in the result (NK_APPLY_STRICT refuses instead).
+ * Contents are preserved bit for bit.  @p res may be NULL.
+ * Errors: NK_EINVAL (flags, plan not built for this address), NK_ENOSYS
+ * (kernel without NUMA system calls), NK_EPERM, NK_ENOMEM (strict and a
+ * target node is full).
+ * Thread safety: concurrent calls on disjoint regions are safe.
+ */
+NK_API int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned flags, nk_apply_result *res,
+		    nk_error *err);
+
+/**
+ * Residency: the node of each page of [addr, addr+len) into @p nodes (one
+ * entry per page; -1 for a page never touched) and/or the page count per node
+ * into @p counts indexed like nk_machine_node_id() with one extra last slot
+ * for untouched pages (either may be NULL).  Batched move_pages queries.
+ * Errors: NK_EINVAL, NK_ENOSYS, NK_ENOMEM.
+ */
+NK_API int nk_where(const nk_machine *m, const void *addr, size_t len, int *nodes, size_t *counts);
+
 #ifdef __cplusplus
 }
 #endif
