@@ -90,6 +90,17 @@ static void why_set(char *why, size_t len, const char *fmt, ...)
 	}
 }
 
+/* Up to 16 bytes of input for a message, non-printable bytes as '?', so a
+ * message stays one line of text whatever the input holds. */
+static const char *snippet(const char *p, const char *end, char buf[17])
+{
+	size_t n = (size_t)(end - p) > 16 ? 16 : (size_t)(end - p);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = isprint((unsigned char)p[i]) ? p[i] : '?';
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Trim a sysfs value: surrounding whitespace; stop at an embedded NUL. */
 static void trim_bounds(const char *text, const char **b, const char **e)
 {
@@ -129,6 +140,7 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 	nk__ilist l = { 0 };
 	const char *p, *end;
 	uint64_t *bits = NULL;
+	char snip[17];
 	int rc = NK_EPARSE;
 
 	out->n = 0;
@@ -153,7 +165,7 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 			if (r == -2)
 				why_set(why, whylen, "id too large (limit %d)", NK__MAX_ID);
 			else
-				why_set(why, whylen, "expected a number at \"%.*s\"", (int)(end - p > 16 ? 16 : end - p), p);
+				why_set(why, whylen, "expected a number at \"%s\"", snippet(p, end, snip));
 			goto fail;
 		}
 		b = a;
@@ -164,8 +176,7 @@ int nk__parse_list(const char *text, nk__ilist *out, char *why, size_t whylen)
 				if (r == -2)
 					why_set(why, whylen, "id too large (limit %d)", NK__MAX_ID);
 				else
-					why_set(why, whylen, "expected a range end at \"%.*s\"",
-						(int)(end - p > 16 ? 16 : end - p), p);
+					why_set(why, whylen, "expected a range end at \"%s\"", snippet(p, end, snip));
 				goto fail;
 			}
 			if (b < a) {

@@ -1,6 +1,8 @@
 /* Id lists, hex masks and sizes: the text forms every reader depends on. */
 #include "testutil.h"
 
+#include <ctype.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,11 @@ static void expect_list_error(const char *text, const char *needle)
 	assert_int_equal(l.n, 0);
 	if (!strstr(why, needle))
 		fail_msg("\"%s\": message \"%s\" lacks \"%s\"", text, why, needle);
+	/* a message is one line of printable text whatever the input held
+	 * (fuzz_fsroot found raw input bytes, newline included, quoted in it) */
+	for (const char *c = why; *c; c++)
+		if (!isprint((unsigned char)*c))
+			fail_msg("\"%s\": message has a non-printable byte 0x%02x", text, (unsigned char)*c);
 	nk__ilist_free(&l);
 }
 
@@ -75,6 +82,8 @@ static void test_list_errors(void **state)
 	expect_list_error("0-", "range end");
 	expect_list_error("3-1", "reversed");
 	expect_list_error("1,,2", "expected a number");
+	expect_list_error("\xff\n0-1", "expected a number at \"?");
+	expect_list_error("1-\x01\n", "range end");
 	expect_list_error("1,", "ends with ','");
 	expect_list_error(",1", "expected a number");
 	expect_list_error("-1", "expected a number");
