@@ -30,6 +30,10 @@ struct cli_cmd {
 /* Subcommands (one file each: cmd_NAME.c). */
 int cli_cmd_topo(int argc, char **argv);
 extern const char cli_topo_usage[];
+int cli_cmd_maps(int argc, char **argv);
+extern const char cli_maps_usage[];
+int cli_cmd_run(int argc, char **argv);
+extern const char cli_run_usage[];
 
 /** Print the help of subcommand @p name to stdout; CLI_EXIT_USAGE when there is none. */
 int cli_print_help(const char *name);

@@ -22,6 +22,8 @@ static const struct cli_cmd commands[] = {
 	{ "topo", cli_cmd_topo,
 	  "show the machine: NUMA nodes, distances, caches, what this process may use",
 	  cli_topo_usage },
+	{ "maps", cli_cmd_maps, "show where a running process's memory is, per mapping and node", cli_maps_usage },
+	{ "run", cli_cmd_run, "run a command under a memory policy and cpu set", cli_run_usage },
 	{ "help", cmd_help, "show the help of a command", help_usage },
 };
 

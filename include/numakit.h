@@ -479,6 +479,250 @@ NK_API int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned
  */
 NK_API int nk_where(const nk_machine *m, const void *addr, size_t len, int *nodes, size_t *counts);
 
+/* ================= arrays (NUMA arrays, Minas MAi)
+ *
+ * An nk_array is a 1D, 2D or 3D array of fixed-size elements in its own
+ * anonymous mapping, so no two arrays (and nothing else) share a page and a
+ * policy placed on one array never moves another's data.  Storage is
+ * contiguous and row-major; for 2D and 3D arrays a separate small table of
+ * row pointers lets C code write a[i][j] (2D: an array of dims[0] pointers
+ * into the data; 3D: dims[0] plane pointers to tables of dims[1] row
+ * pointers).  The tables are not in the data mapping: placing the data never
+ * moves them, and residency queries of the data never count them.
+ *
+ * Alignment: the first data page's absolute page number is a multiple of
+ * lcm(1..N) pages, N = the machine's node count (or of N alone when that lcm
+ * exceeds 64 MiB of address space), so the kernel's interleave, which
+ * follows absolute page numbers, places page i of the array on node
+ * i mod M of any M-node set in one mbind call.  Only address space is
+ * over-reserved, and it is returned at once.
+ *
+ * The array remembers its geometry, so row, column, plane and
+ * block_exclusive policies need no extra arguments: nk_array_apply() builds
+ * the plan over nk_array_region() and applies it, and keeps per-array
+ * statistics (policy history, pages moved, fallbacks).
+ *
+ * Transparent huge pages: with THP "always" the kernel may back the array
+ * with 2 MiB pages at first touch, and a policy then places 512 base pages
+ * at a time.  NK_ARRAY_NO_THP asks the kernel for base pages in this array
+ * (madvise MADV_NOHUGEPAGE), so every page follows its policy exactly.
+ *
+ * Thread safety: allocation, free and nk_array_from() may run concurrently
+ * in any threads (a lock guards the registry of live arrays, the one piece
+ * of process-wide state of this part).  nk_array_apply() on different arrays
+ * runs in parallel; on the same array calls are serialised by a per-array
+ * lock.  Reading and writing the elements is the program's business.  An
+ * array must not be freed while another thread still uses it, as with free().
+ * The machine passed to nk_array_alloc() must outlive the array.
+ */
+typedef struct nk_array nk_array;
+
+/** Flags of nk_array_alloc(). */
+#define NK_ARRAY_NO_THP 0x1u   /**< base pages only (madvise MADV_NOHUGEPAGE) */
+#define NK_ARRAY_ALLFLAGS 0x1u
+
+/**
+ * Allocate an array of @p ndims (1..3) dimensions @p dims (outermost first)
+ * of @p elem_size-byte elements on machine @p m.  The memory is untouched
+ * (no page is resident, contents read as zero), so a policy applied before
+ * the first write places pages without migrating them.
+ * Errors: NK_EINVAL (NULL argument, elem_size 0, ndims outside 1..3, a zero
+ * dimension, a size that overflows size_t, an unknown flag); NK_ENOMEM (the
+ * mapping or the tables could not be allocated).  Nothing is allocated on
+ * failure.
+ */
+NK_API int nk_array_alloc(const nk_machine *m, size_t elem_size, int ndims, const size_t dims[],
+			  unsigned flags, nk_array **out);
+
+/** Free the array, its tables and its mapping; NULL is a no-op. */
+NK_API void nk_array_free(nk_array *a);
+
+/** First element (page-aligned), or NULL for a NULL array. */
+NK_API void *nk_array_data(const nk_array *a);
+
+/**
+ * The pointer a C program indexes: for 1D the data itself (T *), for 2D the
+ * row table (T **, a[i][j]), for 3D the plane table (T ***, a[i][j][k]).
+ * Assign it to a pointer of the right type; NULL for a NULL array.
+ */
+NK_API void *nk_array_rows(const nk_array *a);
+
+/** The data as a region with its geometry (addr, len, elem_size, ndims, dims).  Errors: NK_EINVAL. */
+NK_API int nk_array_region(const nk_array *a, nk_region *out);
+
+/**
+ * The live array whose data or pointer tables contain @p addr, or NULL when
+ * @p addr belongs to no numakit array (memory from malloc, mmap, the stack,
+ * a freed array).  Use it where geometry is needed for memory known only by
+ * a pointer: nk_array_apply(nk_array_from(p), ...) fails with NK_EINVAL for a
+ * pointer that is not a numakit array.
+ */
+NK_API nk_array *nk_array_from(const void *addr);
+
+/**
+ * Build the plan of @p p over the array's region on the array's machine and
+ * apply it (nk_plan_build() + nk_apply(); @p flags and @p res as nk_apply()),
+ * then record it in the array's statistics.  May be called again at any time
+ * (a new program phase): resident pages are migrated as needed.
+ * Errors: NK_EINVAL (@p a or @p p NULL: "not a numakit array"), and those of
+ * nk_plan_build() and nk_apply().  A failed call records nothing.
+ */
+NK_API int nk_array_apply(nk_array *a, const nk_policy *p, unsigned flags, nk_apply_result *res, nk_error *err);
+
+/** Residency of the array's data: as nk_where() over nk_array_region(). */
+NK_API int nk_array_where(const nk_array *a, int *nodes, size_t *counts);
+
+/** How many policies an array remembers in its history (the most recent ones). */
+#define NK_ARRAY_HISTORY_MAX 64
+
+/** Per-array statistics, summed over every successful nk_array_apply(). */
+typedef struct nk_array_stats {
+	size_t applications;   /**< successful nk_array_apply() calls */
+	size_t history;        /**< policies kept in the history: min(applications, NK_ARRAY_HISTORY_MAX) */
+	size_t pages_moved;    /**< pages migrated */
+	size_t pages_fallback; /**< pages placed on another node than planned */
+	size_t pages_failed;   /**< pages that could not be placed */
+	size_t syscalls;       /**< mbind + move_pages calls made */
+	int last_fallback_node; /**< the last node that received fallback pages, -1 if none */
+} nk_array_stats;
+
+/** Fill @p out.  Errors: NK_EINVAL. */
+NK_API int nk_array_stats_get(const nk_array *a, nk_array_stats *out);
+
+/**
+ * The canonical text (nk_policy_format) of history entry @p idx, 0 = the
+ * oldest kept, stats.history - 1 = the current policy; snprintf semantics.
+ * Errors: NK_EINVAL (NULL array, idx out of range).
+ */
+NK_API int nk_array_history(const nk_array *a, size_t idx, char *buf, size_t cap);
+
+/* ================= process policies and numa_maps
+ *
+ * Process-wide placement, as `numakit run` applies it to an unmodified
+ * program: a memory policy (set_mempolicy) and a cpu set
+ * (sched_setaffinity) for the calling thread, inherited by every thread it
+ * creates and kept across fork and exec.  And the other direction: where a
+ * running process's memory is, from /proc/PID/numa_maps.
+ */
+
+/** Process-wide memory policies (the kernel's MPOL_* modes). */
+enum nk_process_policy {
+	NK_PROCESS_DEFAULT = 0,        /**< the system default: local allocation (node set ignored) */
+	NK_PROCESS_MEMBIND = 1,        /**< only the nodes given (MPOL_BIND) */
+	NK_PROCESS_INTERLEAVE = 2,     /**< page round robin over the nodes (MPOL_INTERLEAVE) */
+	NK_PROCESS_WEIGHTED = 3,       /**< weighted interleave (MPOL_WEIGHTED_INTERLEAVE, Linux >= 6.9) */
+	NK_PROCESS_PREFERRED = 4,      /**< one preferred node, others when it is full (MPOL_PREFERRED) */
+	NK_PROCESS_PREFERRED_MANY = 5, /**< a preferred node set (MPOL_PREFERRED_MANY, Linux >= 5.15) */
+};
+
+/** Flags of nk_process_set_policy() and nk_process_set_cpus(). */
+#define NK_PROCESS_DRY_RUN 0x1u /**< check everything against the machine, change nothing */
+#define NK_PROCESS_ALLFLAGS 0x1u
+
+/**
+ * Set the memory policy of the calling thread (and so of the threads and
+ * processes it starts afterwards) to @p kind over @p nodes (OS ids, @p n of
+ * them), after checking every node against @p m (normally the live machine;
+ * with NK_PROCESS_DRY_RUN any machine, and nothing is set).
+ * Membind, interleave and preferred-many take a set; preferred exactly one
+ * node; weighted a set and, in @p weights (may be NULL: the system's), the
+ * weight of each node.  The kernel's weighted interleave uses system-wide
+ * weights (/sys/kernel/mm/mempolicy/weighted_interleave/nodeN) and has no
+ * per-process ones; numakit never writes them (that needs root and changes
+ * every process of the system), so weights that differ from the system's
+ * are refused with NK_EINVAL and a message giving both.
+ * Errors: NK_EINVAL (unknown kind or flag, empty or oversized set, several nodes for
+ * preferred, a duplicate, a node without memory, weights outside 1..255 or
+ * different from the system's); NK_ENODEV ("node 7 does not exist (nodes:
+ * 0-3)"); NK_EPERM (a node this process may not use, or the kernel refused);
+ * NK_ENOSYS (the kernel lacks the mode: weighted interleave before 6.9,
+ * preferred-many before 5.15, or no NUMA support).  The message names the
+ * node.  Nothing changes on failure.
+ */
+NK_API int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes, const unsigned *weights,
+				 size_t n, unsigned flags, nk_error *err);
+
+/**
+ * Restrict the calling thread (and the threads and processes it starts
+ * afterwards) to @p cpus, after checking each against @p m (flags as
+ * nk_process_set_policy()).
+ * Errors: NK_EINVAL (empty set, a duplicate, an unknown flag); NK_ENODEV ("cpu 9 does not exist (cpus:
+ * 0-7)", offline cpus included); NK_EPERM (a cpu outside this process's
+ * allowed set, or the kernel refused).
+ */
+NK_API int nk_process_set_cpus(const nk_machine *m, const int *cpus, size_t n, unsigned flags, nk_error *err);
+
+/**
+ * A parsed /proc/PID/numa_maps: one entry per mapping with its policy and
+ * resident pages per node.  Immutable once built; concurrent reads are safe.
+ */
+typedef struct nk_numamaps nk_numamaps;
+
+/** Kind of a mapping in numa_maps. */
+enum nk_maps_type {
+	NK_MAPS_ANON = 0,  /**< anonymous memory */
+	NK_MAPS_FILE = 1,  /**< a mapped file (file=PATH) */
+	NK_MAPS_HEAP = 2,  /**< the brk heap */
+	NK_MAPS_STACK = 3, /**< the main thread's stack */
+	NK_MAPS_HUGE = 4,  /**< hugetlbfs memory ("huge"); path set when it is a file */
+};
+
+/** One mapping.  Pointers belong to the nk_numamaps and live as long as it. */
+typedef struct nk_maps_entry {
+	uint64_t addr;              /**< start address of the mapping */
+	const char *policy;         /**< as the kernel writes it: "default", "bind:1", "interleave:0-3", "prefer (many):0-1" */
+	int type;                   /**< enum nk_maps_type */
+	const char *path;           /**< file path (octal escapes decoded), "[heap]", "[stack]", or "" */
+	uint64_t page_size;         /**< bytes per page (kernelpagesize_kB); 0 when no page is resident */
+	uint64_t pages;             /**< resident pages: the sum of the per-node counts */
+	uint64_t anon, dirty, mapped, mapmax, swapcache, active, writeback; /**< the kernel's counters, 0 if absent */
+	size_t nnodes;              /**< number of nodes with pages of this mapping */
+	const int *nodes;           /**< their ids, increasing */
+	const uint64_t *node_pages; /**< pages on each */
+} nk_maps_entry;
+
+/**
+ * Parse numa_maps text (@p len bytes; see proc(5)).  Lenient where the
+ * kernel varies (spacing, counters it may add as key=value, a missing final
+ * newline), strict where a value is corrupt: a line without policy, a
+ * number that does not parse or overflows, a duplicate node, page counts
+ * without kernelpagesize_kB (a truncated line), an unknown bare word.
+ * Errors: NK_EPARSE "numa_maps line 3: ..." naming the line and the token;
+ * NK_EINVAL; NK_ENOMEM.
+ */
+NK_API int nk_numamaps_parse(const char *text, size_t len, nk_numamaps **out, nk_error *err);
+
+/**
+ * Read and parse /proc/PID/numa_maps (@p pid 0: the calling process).
+ * Errors: NK_ENOENT (no such process); NK_EPERM (not ours to read: ptrace
+ * access is required); NK_ENOSYS (the process exists but the kernel has no
+ * numa_maps: built without NUMA); NK_EIO; NK_EPARSE; NK_ENOMEM.
+ */
+NK_API int nk_numamaps_read(int pid, nk_numamaps **out, nk_error *err);
+
+NK_API void nk_numamaps_free(nk_numamaps *nm);
+
+/** Number of mappings (0 for NULL). */
+NK_API size_t nk_numamaps_count(const nk_numamaps *nm);
+
+/** Describe mapping @p idx.  Errors: NK_EINVAL. */
+NK_API int nk_numamaps_entry(const nk_numamaps *nm, size_t idx, nk_maps_entry *out);
+
+/**
+ * Resident bytes per node over every mapping: node ids (increasing) into
+ * @p nodes and bytes into @p bytes (either may be NULL when @p cap is 0);
+ * returns the number of nodes with memory, count/capacity semantics.
+ * Errors: NK_EINVAL.
+ */
+NK_API int nk_numamaps_totals(const nk_numamaps *nm, int *nodes, uint64_t *bytes, size_t cap);
+
+/**
+ * The parsed maps as JSON ("numakit-numamaps" version 1, see
+ * docs/formats.md); @p pid is recorded (0: unknown / from a file).  Flags:
+ * 0 or NK_JSON_COMPACT.  *out is freed with free().  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_numamaps_to_json(const nk_numamaps *nm, int pid, unsigned flags, char **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,4 +113,35 @@ int nk__os_getcpu(int *cpu, int *node);
 /** gettid(2). */
 int nk__os_gettid(void);
 
+/* ---- alloc ---- */
+
+/**
+ * Map @p len bytes (a multiple of the page size, > 0) of private anonymous
+ * read-write memory, not populated, whose first byte lies at an address
+ * that is a multiple of @p align (a multiple of the page size; over-reserves
+ * and returns the excess at once).  Returns 0 or -errno.
+ */
+int nk__os_map_aligned(size_t len, size_t align, void **out);
+
+/** Unmap what nk__os_map_aligned() returned.  Returns 0 or -errno. */
+int nk__os_unmap_aligned(void *addr, size_t len);
+
+/** madvise(MADV_NOHUGEPAGE) over the range.  Returns 0 or -errno (-EINVAL: kernel without THP). */
+int nk__os_no_huge_pages(void *addr, size_t len);
+
+/** numa_maps files larger than this are refused (about two million mappings). */
+#define NK__OS_MAX_NUMA_MAPS (256u << 20)
+
+/**
+ * Read /proc/PID/numa_maps (@p pid 0: /proc/self) into a malloc'ed,
+ * NUL-terminated buffer of *len bytes.  Returns 0, NK_ENOENT (no such
+ * process, or it exited while being read), NK_ENOSYS (the process exists but
+ * has no numa_maps: a kernel without NUMA), NK_EPERM (ptrace access denied),
+ * NK_EIO, NK_ENOMEM; *sys_errno (may be NULL) receives errno for messages.
+ */
+int nk__os_read_numa_maps(int pid, char **out, size_t *len, int *sys_errno);
+
+/** Kernel release numbers (uname -r "6.12.3-..." -> 6, 12).  Returns 0 or NK_EIO. */
+int nk__os_kernel_version(int *major, int *minor);
+
 #endif
