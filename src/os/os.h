@@ -144,4 +144,24 @@ int nk__os_read_numa_maps(int pid, char **out, size_t *len, int *sys_errno);
 /** Kernel release numbers (uname -r "6.12.3-..." -> 6, 12).  Returns 0 or NK_EIO. */
 int nk__os_kernel_version(int *major, int *minor);
 
+/* ---- memory ---- (src/os/linux_memory.c) */
+
+/**
+ * madvise(MADV_POPULATE_WRITE): fault every page of [addr, addr+len) in as a
+ * write would, without changing contents (Linux >= 5.14).  @p addr page
+ * aligned.  Returns 0 or -errno (-EINVAL: kernel too old or a mapping that
+ * cannot be populated; -EFAULT/-ENOMEM: not writable, not mapped, no memory).
+ */
+int nk__os_populate_write(void *addr, size_t len);
+
+/** 0 when every page of [addr, addr+len) (@p addr page aligned) is mapped, else -ENOMEM (or -errno). */
+int nk__os_range_mapped(const void *addr, size_t len);
+
+/**
+ * Total and free memory of node @p node right now (bytes, from
+ * /sys/devices/system/node/nodeN/meminfo of the live system); either pointer
+ * may be NULL.  Returns 0, NK_ENOENT (no such node), NK_EPARSE, NK_EIO, NK_ENOMEM.
+ */
+int nk__os_node_meminfo(int node, uint64_t *total, uint64_t *free_bytes);
+
 #endif

@@ -1,0 +1,78 @@
+/*
+ * Linux OS layer: the memory calls the placement code needs besides the
+ * memory-policy system calls of linux_mempolicy.c — populating a range
+ * without changing its contents, checking that a range is mapped, and a
+ * node's free memory right now (not the snapshot of nk_machine).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "os/os.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Linux 5.14 (include/uapi/asm-generic/mman-common.h); older libc headers lack it. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int nk__os_populate_write(void *addr, size_t len)
+{
+	/* Write-faults every page of the range like a store would, but without
+	 * storing: contents are unchanged, and a thread writing the same memory
+	 * at the same time cannot be clobbered (a "write zero" touch could). */
+	return madvise(addr, len, MADV_POPULATE_WRITE) ? -errno : 0;
+}
+
+int nk__os_range_mapped(const void *addr, size_t len)
+{
+	/* msync(MS_ASYNC) is a no-op on every mapping since Linux 2.6.19 except
+	 * for its range check: ENOMEM when part of the range is not mapped. */
+	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
+}
+
+/* "Node 1 MemFree:   65536 kB" -> bytes; 0 when the key is missing. */
+static int meminfo_value(const char *text, const char *key, uint64_t *out)
+{
+	const char *p = strstr(text, key);
+	if (!p)
+		return NK_EPARSE;
+	p += strlen(key);
+	char *end;
+	errno = 0;
+	unsigned long long kb = strtoull(p, &end, 10);
+	if (end == p || errno)
+		return NK_EPARSE;
+	*out = (uint64_t)kb * 1024u;
+	return 0;
+}
+
+int nk__os_node_meminfo(int node, uint64_t *total, uint64_t *free_bytes)
+{
+	char path[96];
+	char *text = NULL;
+	uint64_t t = 0, f = 0;
+	int rc;
+
+	if (node < 0 || node > NK__MAX_ID)
+		return NK_EINVAL;
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
+	rc = nk__os_read_file(NULL, path, &text);
+	if (rc)
+		return rc;
+	rc = meminfo_value(text, "MemTotal:", &t);
+	if (!rc)
+		rc = meminfo_value(text, "MemFree:", &f);
+	free(text);
+	if (rc)
+		return rc;
+	if (total)
+		*total = t;
+	if (free_bytes)
+		*free_bytes = f;
+	return 0;
+}
