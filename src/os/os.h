@@ -163,5 +163,60 @@ int nk__os_range_mapped(const void *addr, size_t len);
  * may be NULL.  Returns 0, NK_ENOENT (no such node), NK_EPARSE, NK_EIO, NK_ENOMEM.
  */
 int nk__os_node_meminfo(int node, uint64_t *total, uint64_t *free_bytes);
+/* ---- signals / protection ---- (src/os/linux_signals.c, for memory/next_touch.c)
+ * Functions marked AS-safe are async-signal-safe: they make system calls and
+ * nothing else (no locks, no allocation) and may run inside a SIGSEGV handler.
+ */
+struct sigaction;
+
+/* Access levels of nk__os_protect (the only two next-touch needs). */
+#define NK__PROT_NONE 0 /* no access: every touch faults */
+#define NK__PROT_RW 1   /* PROT_READ | PROT_WRITE */
+
+/** mprotect(2) of [addr, addr+len), @p addr page aligned.  0 or -errno.  AS-safe. */
+int nk__os_protect(void *addr, size_t len, int access);
+
+/** A SIGSEGV handler: (signal, siginfo_t *, ucontext_t *) as SA_SIGINFO passes them. */
+typedef void (*nk__os_fault_fn)(int sig, void *info, void *uctx);
+
+/**
+ * Install @p fn as the process's SIGSEGV handler (SA_SIGINFO | SA_ONSTACK |
+ * SA_RESTART, empty mask); the handler it replaces goes to *old (may be NULL)
+ * so faults that are not the caller's can be chained to it.  0 or -errno.
+ */
+int nk__os_fault_install(nk__os_fault_fn fn, struct sigaction *old);
+
+/** The installed SIGSEGV disposition into *cur.  0 or -errno. */
+int nk__os_fault_query(struct sigaction *cur);
+
+/** 1 when @p fn is the installed SIGSEGV handler, 0 when another one is, or -errno. */
+int nk__os_fault_current(nk__os_fault_fn fn);
+
+/* What nk__os_fault_decode found. */
+enum {
+	NK__FAULT_ACCESS = 0,   /* SEGV_ACCERR: a mapped page the access is not allowed on */
+	NK__FAULT_UNMAPPED = 1, /* SEGV_MAPERR: no mapping at the address */
+	NK__FAULT_SENT = 2,     /* sent by kill/raise/sigqueue: no fault at all */
+	NK__FAULT_OTHER = 3,    /* any other si_code (bounds, protection keys, tags) */
+};
+/** The kind of a SIGSEGV from its siginfo_t, and the faulting address in *addr.  AS-safe. */
+int nk__os_fault_decode(const void *info, void **addr);
+
+/**
+ * Hand a SIGSEGV that is not ours to @p prev, the handler that was installed
+ * before: call it as the kernel would (its SA_SIGINFO form or not, its
+ * sa_mask blocked meanwhile); for SIG_DFL and SIG_IGN restore the default
+ * action so the fault kills the process as it would have without numakit
+ * (see nk__os_fault_default).  SA_RESETHAND and SA_NODEFER of @p prev are not
+ * emulated.  AS-safe (as long as the chained handler is).
+ */
+void nk__os_fault_chain(int sig, void *info, void *uctx, const struct sigaction *prev);
+
+/**
+ * Restore SIG_DFL for SIGSEGV so that returning from the handler lets the
+ * fault kill the process (a sent signal is raised again).  AS-safe.
+ */
+void nk__os_fault_default(const void *info);
+
 
 #endif
