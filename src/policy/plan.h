@@ -48,8 +48,9 @@ int nk__plan_node_set(const struct nk_plan *pl, const int **nodes, size_t *n);
  * Node of page @p page and, in *len (may be NULL), how many consecutive
  * pages from @p page on (bounded by the end of the plan) go to that same
  * node under the policy's own structure (1 for per-page policies such as
- * cyclic even when neighbours happen to agree; a whole block for block
- * policies).  O(1).  Returns the node (>= 0), NK_EINVAL (out of range) or
+ * cyclic even when neighbours happen to agree; the rest of a block, column
+ * band or weight run otherwise).  O(1), O(log) for run lists and weights.
+ * Returns the node (>= 0), NK_EINVAL (out of range) or
  * NK_ENODATA (next_touch: no fixed node; *len then covers the whole rest).
  */
 int nk__plan_run_at(const struct nk_plan *pl, size_t page, size_t *len);
@@ -70,8 +71,9 @@ int nk__plan_runs(const struct nk_plan *pl, size_t *count, const struct nk__plan
  *   NK__MPOL_BIND, one node         every page on one node (any policy whose
  *                                   map is constant, e.g. bind that fits in
  *                                   its first node, or any M = 1 policy);
- *   NK__MPOL_INTERLEAVE, nodes      cyclic (or cyclic_neighbors, or
- *                                   cyclic_block with a one-page block) when
+ *   NK__MPOL_INTERLEAVE, nodes      cyclic (or cyclic_neighbors, a one-page
+ *                                   cyclic_block/block_cyclic, prime_mapp
+ *                                   with P = M, weighted with all weights 1) when
  *                                   the kernel's interleave, which follows
  *                                   the absolute virtual page number (page at
  *                                   address a -> set[(a / pagesize) mod M],

@@ -174,20 +174,35 @@ static int applies(const nk_policy *p, unsigned key)
 	return p && (nk__policy_keys(p->kind) & key);
 }
 
+/* A set of ids 0..NK__MAX_ID (8 KiB), so duplicate checks stay linear. */
+struct idbits {
+	unsigned char b[(NK__MAX_ID + 8) / 8];
+};
+
+/* 1 when @p id was already in the set; adds it. */
+static int idbits_test_set(struct idbits *s, int id)
+{
+	unsigned char bit = (unsigned char)(1u << (id & 7));
+	int seen = !!(s->b[id >> 3] & bit);
+	s->b[id >> 3] |= bit;
+	return seen;
+}
+
 /* Node ids: non-negative, at most NK__MAX_ID, and (when @p unique) no duplicates. */
 static int check_ids(const int *ids, size_t n, int unique)
 {
+	struct idbits *seen = NULL;
+	int rc = 0;
+
 	if (n && !ids)
 		return NK_EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (ids[i] < 0 || ids[i] > NK__MAX_ID)
-			return NK_EINVAL;
-		if (unique)
-			for (size_t j = 0; j < i; j++)
-				if (ids[j] == ids[i])
-					return NK_EINVAL;
-	}
-	return 0;
+	if (unique && n > 1 && !(seen = calloc(1, sizeof *seen)))
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (ids[i] < 0 || ids[i] > NK__MAX_ID || (seen && idbits_test_set(seen, ids[i])))
+			rc = NK_EINVAL;
+	free(seen);
+	return rc;
 }
 
 /* Replace *dst (n elements) by a copy of src; nothing changes on failure. */
@@ -204,8 +219,13 @@ static int replace_ints(int **dst, size_t *dn, const int *src, size_t n)
 
 int nk_policy_set_nodes(nk_policy *p, const int *nodes, size_t n)
 {
-	if (!applies(p, NK__KEY_NODES) || n > NK__MAX_ID + 1u || check_ids(nodes, n, 1))
+	int rc;
+
+	if (!applies(p, NK__KEY_NODES) || n > NK__MAX_ID + 1u)
 		return NK_EINVAL;
+	rc = check_ids(nodes, n, 1);
+	if (rc)
+		return rc;
 	if (p->prime && n && (size_t)p->prime < n)
 		return NK_EINVAL;
 	return replace_ints(&p->nodes, &p->nnodes, nodes, n);
@@ -224,8 +244,13 @@ int nk_policy_set_weights(nk_policy *p, const int *nodes, const unsigned *weight
 	int *wn = NULL;
 	unsigned *w = NULL;
 
-	if (!applies(p, NK__KEY_WEIGHTS) || n > NK__MAX_ID + 1u || check_ids(nodes, n, 1) || (n && !weights))
+	int rc;
+
+	if (!applies(p, NK__KEY_WEIGHTS) || n > NK__MAX_ID + 1u || (n && !weights))
 		return NK_EINVAL;
+	rc = check_ids(nodes, n, 1);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 		if (weights[i] < 1 || weights[i] > NK__POLICY_MAX_WEIGHT)
 			return NK_EINVAL;
@@ -470,10 +495,13 @@ static int parse_idlist(struct tok key, struct tok v, int threads, int **out, si
 	nk__ilist l = { 0 };
 	const char *s = v.s, *end = v.s + v.n;
 	const long long maxn = threads ? NK__POLICY_MAX_THREADS : NK__MAX_ID + 1LL;
+	struct idbits *seen = NULL;
 	int rc = 0;
 
 	if (!v.n)
 		return perr(err, key, "empty list");
+	if (!threads && !(seen = calloc(1, sizeof *seen)))
+		return nk__error(err, NK_ENOMEM, "policy: out of memory");
 	while (s <= end) {
 		const char *c = memchr_c(s, (size_t)(end - s), ',');
 		const char *ie = c ? c : end, *dash, *star, *colon;
@@ -515,12 +543,10 @@ static int parse_idlist(struct tok key, struct tok v, int threads, int **out, si
 					rc = perr(err, key, "more than %lld entries", maxn);
 					goto out_free;
 				}
-				if (!threads)
-					for (size_t j = 0; j < l.n; j++)
-						if (l.v[j] == (int)x) {
-							rc = perr(err, key, "node %lld listed twice", x);
-							goto out_free;
-						}
+				if (seen && idbits_test_set(seen, (int)x)) {
+					rc = perr(err, key, "node %lld listed twice", x);
+					goto out_free;
+				}
 				if (nk__ilist_push(&l, (int)x)) {
 					rc = nk__error(err, NK_ENOMEM, "policy: out of memory");
 					goto out_free;
@@ -530,11 +556,13 @@ static int parse_idlist(struct tok key, struct tok v, int threads, int **out, si
 			break;
 		s = c + 1;
 	}
+	free(seen);
 	*out = l.v;
 	*count = l.n;
 	return 0;
 
 out_free:
+	free(seen);
 	nk__ilist_free(&l);
 	return rc;
 }
@@ -546,10 +574,14 @@ static int parse_weights(struct tok key, struct tok v, struct nk_policy *p, nk_e
 	unsigned *w = NULL;
 	size_t cap = 0;
 	const char *s = v.s, *end = v.s + v.n;
+	struct idbits *seen;
 	int rc = 0;
 
 	if (!v.n)
 		return perr(err, key, "empty list");
+	seen = calloc(1, sizeof *seen);
+	if (!seen)
+		return nk__error(err, NK_ENOMEM, "policy: out of memory");
 	while (s <= end) {
 		const char *sl = memchr_c(s, (size_t)(end - s), '/');
 		const char *ie = sl ? sl : end, *eq = memchr_c(s, (size_t)(ie - s), '=');
@@ -564,11 +596,10 @@ static int parse_weights(struct tok key, struct tok v, struct nk_policy *p, nk_e
 				  node, NK__POLICY_MAX_WEIGHT);
 			goto out_free;
 		}
-		for (size_t j = 0; j < nodes.n; j++)
-			if (nodes.v[j] == (int)node) {
-				rc = perr(err, key, "node %lld weighted twice", node);
-				goto out_free;
-			}
+		if (idbits_test_set(seen, (int)node)) {
+			rc = perr(err, key, "node %lld weighted twice", node);
+			goto out_free;
+		}
 		if (nodes.n == cap) {
 			size_t ncap = cap ? 2 * cap : 8;
 			unsigned *nw = realloc(w, ncap * sizeof *nw);
@@ -584,6 +615,7 @@ static int parse_weights(struct tok key, struct tok v, struct nk_policy *p, nk_e
 			break;
 		s = sl + 1;
 	}
+	free(seen);
 	p->wnodes = nodes.v;
 	p->weights = w;
 	p->nweights = nodes.n;
@@ -592,6 +624,7 @@ static int parse_weights(struct tok key, struct tok v, struct nk_policy *p, nk_e
 out_nomem:
 	rc = nk__error(err, NK_ENOMEM, "policy: out of memory");
 out_free:
+	free(seen);
 	nk__ilist_free(&nodes);
 	free(w);
 	return rc;
