@@ -169,6 +169,13 @@ static void test_parse_values(void **state)
 	assert_int_equal(p->nodes[0], 65535);
 	nk_policy_free(p);
 
+	/* the largest sets stay linear to check */
+	p = parse("cyclic:nodes=0-65535");
+	assert_int_equal(p->nnodes, 65536);
+	assert_int_equal(nk_policy_set_nodes(p, p->nodes, p->nnodes), 0);
+	nk_policy_free(p);
+	expect_error("cyclic:nodes=0-65535,17", "node 17 listed twice");
+
 	p = parse("prime_mapp:prime=2147483647");
 	assert_int_equal(p->prime, 2147483647);
 	nk_policy_free(p);
