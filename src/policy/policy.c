@@ -539,12 +539,12 @@ static int parse_idlist(struct tok key, struct tok v, int threads, int **out, si
 		}
 		for (long long r = 0; r < reps; r++)
 			for (long long x = a; x <= b; x += step) {
-				if ((long long)l.n >= maxn) {
-					rc = perr(err, key, "more than %lld entries", maxn);
-					goto out_free;
-				}
 				if (seen && idbits_test_set(seen, (int)x)) {
 					rc = perr(err, key, "node %lld listed twice", x);
+					goto out_free;
+				}
+				if ((long long)l.n >= maxn) {
+					rc = perr(err, key, "more than %lld entries", maxn);
 					goto out_free;
 				}
 				if (nk__ilist_push(&l, (int)x)) {
