@@ -32,7 +32,8 @@ skipped_step() { [[ "$SKIP" == *" $1 "* ]]; }
 ctest_step() {
     local name=$1 dir=$2 s rc counts
     shift 2
-    s=$(date +%s)
+    s=${STEP_START:-$(date +%s)}   # the step's time includes its build
+    STEP_START=
     rm -f "$dir/junit-$name.xml"
     ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --output-junit "junit-$name.xml" "$@"
     rc=$?
@@ -59,6 +60,7 @@ build_step() {
     local name=$1 dir=$2 s
     shift 2
     s=$(date +%s)
+    STEP_START=$s
     if cmake -S "$ROOT" -B "$dir" -G Ninja "$@" && ninja -C "$dir"; then
         return 0
     fi

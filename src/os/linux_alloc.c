@@ -24,30 +24,39 @@ int nk__os_map_aligned(size_t len, size_t align, void **out)
 	uintptr_t start, aligned;
 	void *p;
 
-	if (!len || !align || len % ps || align % ps || len > SIZE_MAX - align)
+	if (!len || !align || len % ps || align % ps || len > SIZE_MAX - align - 3 * ps)
 		return -EINVAL;
-	/* Over-reserve by align - one page: some page inside is aligned. */
-	total = len + align - ps;
-	p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Reserve inaccessible address space with room for a guard page on each
+	 * side and some aligned page inside, open the data read-write, return
+	 * the rest.  The different protection keeps the data its own VMA. */
+	total = len + align + 2 * ps;
+	p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	start = (uintptr_t)p;
-	aligned = (start + align - 1) / align * align;
-	head = aligned - start;
-	tail = total - head - len;
-	/* Trimming an untouched private mapping cannot fail short of a kernel bug;
-	 * if it did, the excess stays mapped and only costs address space. */
+	aligned = (start + ps + align - 1) / align * align;
+	if (mprotect((void *)aligned, len, PROT_READ | PROT_WRITE)) {
+		int e = -errno;
+		munmap(p, total);
+		return e;
+	}
+	head = aligned - ps - start;
+	tail = total - head - len - 2 * ps;
+	/* Trimming untouched reserved space cannot fail short of a kernel bug;
+	 * if it did, the excess stays reserved and only costs address space. */
 	if (head)
 		(void)munmap(p, head);
 	if (tail)
-		(void)munmap((char *)aligned + len, tail);
+		(void)munmap((char *)aligned + len + ps, tail);
 	*out = (void *)aligned;
 	return 0;
 }
 
 int nk__os_unmap_aligned(void *addr, size_t len)
 {
-	return munmap(addr, len) ? -errno : 0;
+	size_t ps = (size_t)nk__os_page_size();
+
+	return munmap((char *)addr - ps, len + 2 * ps) ? -errno : 0;
 }
 
 int nk__os_no_huge_pages(void *addr, size_t len)

@@ -119,11 +119,14 @@ int nk__os_gettid(void);
  * Map @p len bytes (a multiple of the page size, > 0) of private anonymous
  * read-write memory, not populated, whose first byte lies at an address
  * that is a multiple of @p align (a multiple of the page size; over-reserves
- * and returns the excess at once).  Returns 0 or -errno.
+ * and returns the excess at once), between two inaccessible guard pages.
+ * The guards keep the kernel from merging the mapping with a neighbour, so
+ * it stays its own line in /proc/PID/numa_maps, and trap overruns.
+ * Returns 0 or -errno.
  */
 int nk__os_map_aligned(size_t len, size_t align, void **out);
 
-/** Unmap what nk__os_map_aligned() returned.  Returns 0 or -errno. */
+/** Unmap what nk__os_map_aligned() returned, guards included.  Returns 0 or -errno. */
 int nk__os_unmap_aligned(void *addr, size_t len);
 
 /** madvise(MADV_NOHUGEPAGE) over the range.  Returns 0 or -errno (-EINVAL: kernel without THP). */

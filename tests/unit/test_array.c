@@ -380,6 +380,41 @@ static void test_apply_stats(void **state)
 	nk_machine_free(m);
 }
 
+/* Each array is its own line of /proc/self/numa_maps (guard pages keep it from merging). */
+static void test_own_numa_maps_line(void **state)
+{
+	nk_machine *m = synth("nodes=2 cores=1");
+	const size_t n = 16 * page();
+	nk_array *a = NULL, *b = NULL;
+	nk_numamaps *nm = NULL;
+	int found = 0;
+
+	assert_int_equal(nk_array_alloc(m, 1, 1, &n, 0, &a), 0);
+	assert_int_equal(nk_array_alloc(m, 1, 1, &n, 0, &b), 0);
+	memset(nk_array_data(a), 1, n);
+	memset(nk_array_data(b), 2, n);
+	assert_int_equal(nk_numamaps_read(0, &nm, NULL), 0);
+	for (size_t i = 0; i < nk_numamaps_count(nm); i++) {
+		nk_maps_entry e, next;
+		nk_numamaps_entry(nm, i, &e);
+		if (e.addr != (uintptr_t)nk_array_data(a))
+			continue;
+		found = 1;
+		assert_true(e.pages == 16);
+		assert_true(e.anon == 16);
+		/* the next mapping starts after the array (its guard page) */
+		if (i + 1 < nk_numamaps_count(nm)) {
+			nk_numamaps_entry(nm, i + 1, &next);
+			assert_true(next.addr >= e.addr + n);
+		}
+	}
+	assert_true(found);
+	nk_numamaps_free(nm);
+	nk_array_free(a);
+	nk_array_free(b);
+	nk_machine_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_bad_sizes),
 		cmocka_unit_test(test_from),
 		cmocka_unit_test(test_apply_stats),
+		cmocka_unit_test(test_own_numa_maps_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
