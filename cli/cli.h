@@ -30,6 +30,8 @@ struct cli_cmd {
 /* Subcommands (one file each: cmd_NAME.c). */
 int cli_cmd_topo(int argc, char **argv);
 extern const char cli_topo_usage[];
+int cli_cmd_bench(int argc, char **argv);
+extern const char cli_bench_usage[];
 int cli_cmd_maps(int argc, char **argv);
 extern const char cli_maps_usage[];
 int cli_cmd_run(int argc, char **argv);

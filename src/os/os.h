@@ -222,4 +222,21 @@ void nk__os_fault_chain(int sig, void *info, void *uctx, const struct sigaction 
 void nk__os_fault_default(const void *info);
 
 
+/* ---- bench ---- (src/os/linux_bench.c: what `numakit bench` needs of the kernel) */
+
+#include <stdint.h>
+
+/**
+ * A private anonymous read-write mapping of @p len bytes, not yet touched, so
+ * that nk__os_mbind() decides where its pages go at first touch.  Page
+ * aligned.  Returns 0 or -errno (-ENOMEM).
+ */
+int nk__os_map_anon(size_t len, void **out);
+
+/** Unmap what nk__os_map_anon() returned (NULL is a no-op).  Returns 0 or -errno. */
+int nk__os_unmap(void *addr, size_t len);
+
+/** CLOCK_MONOTONIC in nanoseconds. */
+uint64_t nk__os_now_ns(void);
+
 #endif
