@@ -10,17 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 const char cli_maps_usage[] =
-	"usage: numakit maps [--json] [--all] PID\n"
+	"usage: numakit maps [--json] [--all] PID|self\n"
 	"       numakit maps [--json] [--all] --file FILE\n"
 	"\n"
 	"Show where the memory of process PID lives: for every mapping of\n"
 	"/proc/PID/numa_maps its memory policy, page size and resident bytes on each\n"
 	"NUMA node, then the total per node.  Mappings without resident pages are\n"
-	"left out unless --all is given.\n"
+	"left out unless --all is given.  \"self\" is numakit's own process.\n"
 	"\n"
 	"Options:\n"
 	"  --json       print the parsed maps as JSON (see docs/formats.md)\n"
@@ -252,7 +253,9 @@ int cli_cmd_maps(int argc, char **argv)
 		}
 		snprintf(what, sizeof what, "%s", file);
 	} else {
-		if (parse_pid(argv[optind], &pid))
+		if (strcmp(argv[optind], "self") == 0)
+			pid = (int)getpid(); /* numakit itself: a quick look at the format */
+		else if (parse_pid(argv[optind], &pid))
 			return cli_usage_error("maps", "'%s' is not a process id", argv[optind]);
 		rc = nk_numamaps_read(pid, &nm, &err);
 		if (rc) {

@@ -219,6 +219,20 @@ static uint64_t *counter_slot(struct nm_entry *e, size_t k)
 	return slots[k];
 }
 
+/* A bare word that starts a key=value the kernel writes: what a cut-off line ends in. */
+static int is_key_prefix(const char *w, size_t wl)
+{
+	static const char *const keys[] = { "kernelpagesize_kB=", "file=", "anon=", "dirty=", "mapped=",
+					    "mapmax=", "swapcache=", "active=", "writeback=" };
+
+	if (wl >= 1 && w[0] == 'N' && (wl == 1 || (w[1] >= '0' && w[1] <= '9')))
+		return 1; /* "N" or "N12" of N12=pages */
+	for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+		if (wl < strlen(keys[k]) && memcmp(w, keys[k], wl) == 0)
+			return 1;
+	return 0;
+}
+
 /* Policy names containing a space (mm/mempolicy.c policy_modes[]). */
 static const char *const spaced_modes[] = { "prefer (many)", "weighted interleave" };
 
@@ -280,6 +294,8 @@ static int parse_line(struct nm_parser *ps, const char *s, size_t len, struct nm
 			} else if (wl == 4 && memcmp(w, "huge", 4) == 0) {
 				e->type = NK_MAPS_HUGE;
 				continue;
+			} else if (is_key_prefix(w, wl)) {
+				return fail(ps, "cut-off word (truncated line?)", w, wl);
 			} else {
 				return fail(ps, "unknown word", w, wl);
 			}

@@ -197,7 +197,10 @@ static void test_errors_name_the_line(void **state)
 		{ "1000 default N0=3\n", "line 1: page counts without kernelpagesize_kB (truncated line?)" },
 		/* a file cut in the middle of its last line */
 		{ "1000 default N0=3 kernelpagesize_kB=4\n2000 default anon=1 N0=1 kernelpag",
-		  "line 2: unknown word 'kernelpag'" },
+		  "line 2: cut-off word (truncated line?) 'kernelpag'" },
+		{ "1000 default anon=1 N", "line 1: cut-off word (truncated line?) 'N'" },
+		{ "1000 default anon=1 N12", "line 1: cut-off word (truncated line?) 'N12'" },
+		{ "1000 default dir", "line 1: cut-off word (truncated line?) 'dir'" },
 		{ "1000 default N0=1 kernelpagesize_kB=4\n2000 default N0=1 kernelpagesize_kB=\n",
 		  "line 2: bad page size in 'kernelpagesize_kB='" },
 		{ "1000 default\n\n3000 default N0=x kernelpagesize_kB=4\n", "line 3: bad page count in 'N0=x'" },
