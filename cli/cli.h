@@ -84,6 +84,15 @@ int cli_source_set(struct cli_source *src, const char *cmd, int kind, const char
  */
 int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine **out);
 
+/**
+ * The default machine file, where `numakit bench --save` writes measured
+ * matrices: $XDG_CONFIG_HOME/numakit/machine.json, else
+ * ~/.config/numakit/machine.json, else ./numakit-machine.json.  With @p create
+ * the folder is made.  malloc'ed; NULL on ENOMEM.  (The library never reads
+ * the environment: the command decides where its files live.)
+ */
+char *cli_default_machine_file(int create);
+
 /* ---- formatting ---- */
 
 /**

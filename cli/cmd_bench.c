@@ -346,41 +346,9 @@ static int show_saved(const struct bench_opts *bo)
 
 /* ---- saving ---- */
 
-/* The default machine file: $XDG_CONFIG_HOME/numakit/machine.json or ~/.config/numakit/machine.json. */
-static char *default_save_path(void)
-{
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *dir = NULL, *path = NULL;
-
-	if (xdg && *xdg == '/') {
-		if (asprintf(&dir, "%s/numakit", xdg) < 0)
-			return NULL;
-	} else if (home && *home) {
-		if (asprintf(&dir, "%s/.config/numakit", home) < 0)
-			return NULL;
-	} else {
-		return strdup("numakit-machine.json");
-	}
-	/* mkdir -p of the last two levels is enough for ~/.config/numakit. */
-	{
-		char *slash = strrchr(dir, '/');
-
-		if (slash) {
-			*slash = '\0';
-			mkdir(dir, 0777);
-			*slash = '/';
-		}
-		mkdir(dir, 0777);
-	}
-	if (asprintf(&path, "%s/machine.json", dir) < 0)
-		path = NULL;
-	free(dir);
-	return path;
-}
-
 static int save(nk_machine *m, const nk_bench_results *r, const char *given)
 {
-	char *path = given ? strdup(given) : default_save_path();
+	char *path = given ? strdup(given) : cli_default_machine_file(1);
 	nk_error err = { 0, "" };
 	int rc;
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+#include <sys/stat.h>
 #include "cli.h"
 
 static void vreport(const char *cmd, const char *fmt, va_list ap, int hint)
@@ -90,6 +92,59 @@ static int is_input_error(int code)
 	}
 }
 
+char *cli_default_machine_file(int create)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *dir = NULL, *path = NULL;
+
+	if (xdg && *xdg == '/') {
+		if (asprintf(&dir, "%s/numakit", xdg) < 0)
+			return NULL;
+	} else if (home && *home) {
+		if (asprintf(&dir, "%s/.config/numakit", home) < 0)
+			return NULL;
+	} else {
+		return strdup("numakit-machine.json");
+	}
+	if (create) { /* mkdir -p of the last two levels is enough for ~/.config/numakit */
+		char *slash = strrchr(dir, '/');
+		if (slash) {
+			*slash = '\0';
+			mkdir(dir, 0777);
+			*slash = '/';
+		}
+		mkdir(dir, 0777);
+	}
+	if (asprintf(&path, "%s/machine.json", dir) < 0)
+		path = NULL;
+	free(dir);
+	return path;
+}
+
+/*
+ * Measured matrices saved by `numakit bench --save` belong to this machine:
+ * every command looking at the live machine picks them up, so policies such
+ * as cyclic_neighbors use measured NUMA factors.  A file from another machine
+ * (different nodes or cpus) is reported once and ignored.
+ */
+static void merge_saved_measurements(const char *cmd, nk_machine *live)
+{
+	char *path = cli_default_machine_file(0);
+	nk_machine *saved = NULL;
+	nk_error err = { 0, "" };
+
+	if (!path)
+		return;
+	if (access(path, F_OK) == 0) {
+		if (nk_machine_load_file(path, &saved, &err) < 0)
+			cli_error(cmd, "ignoring saved measurements: %s", err.message);
+		else if (nk_machine_merge_measurements(live, saved, 0, &err) < 0)
+			cli_error(cmd, "ignoring saved measurements in %s: %s", path, err.message);
+	}
+	nk_machine_free(saved);
+	free(path);
+}
+
 int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine **out)
 {
 	nk_error err = { 0, "" };
@@ -112,8 +167,11 @@ int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine *
 		rc = nk_machine_load_live(out, &err);
 		break;
 	}
-	if (rc >= 0)
+	if (rc >= 0) {
+		if (src->kind < 0)
+			merge_saved_measurements(cmd, *out);
 		return 0;
+	}
 	if (err.message[0])
 		cli_error(cmd, "%s", err.message);
 	else if (src->kind >= 0)
