@@ -450,7 +450,8 @@ NK_API int nk_plan_nodes(const nk_plan *pl, size_t first, size_t n, int *nodes);
 
 /** Flags of nk_apply(). */
 #define NK_APPLY_STRICT 0x1u   /**< fail with NK_ENOMEM instead of falling back to another node */
-#define NK_APPLY_NO_MOVE 0x2u  /**< set the policy for future faults only; leave resident pages */
+#define NK_APPLY_NO_MOVE 0x2u  /**< set the policy for future faults only; leave resident pages (misplaced
+				  resident pages are then counted in no field) */
 #define NK_APPLY_ALLFLAGS 0x3u
 
 /** What an application did. */
@@ -461,7 +462,7 @@ typedef struct nk_apply_result {
 	size_t pages_moved;     /**< migrated to their target */
 	size_t pages_fallback;  /**< placed on another node than planned (full or refused node) */
 	size_t pages_failed;    /**< could not be placed (busy, pinned); the data is intact */
-	size_t syscalls;        /**< mbind + move_pages calls made */
+	size_t syscalls;        /**< system calls made (range check, residency queries, madvise, mbind, move_pages) */
 	int fallback_node;      /**< a node that received fallback pages, -1 if none */
 } nk_apply_result;
 
@@ -472,7 +473,8 @@ typedef struct nk_apply_result {
  * without free memory or not allowed falls back to the nearest allowed node
  * with room, counted in the result (NK_APPLY_STRICT refuses instead).
  * Contents are preserved bit for bit.  @p res may be NULL.
- * Errors: NK_EINVAL (flags, plan not built for this address), NK_ENOSYS
+ * Errors: NK_EINVAL (flags, plan not built for this address, a next_touch
+ * plan: use nk_next_touch_arm), NK_ENOSYS
  * (kernel without NUMA system calls), NK_EPERM, NK_ENOMEM (strict and a
  * target node is full).
  * Thread safety: concurrent calls on disjoint regions are safe.
@@ -485,7 +487,8 @@ NK_API int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned
  * entry per page; -1 for a page never touched) and/or the page count per node
  * into @p counts indexed like nk_machine_node_id() with one extra last slot
  * for untouched pages (either may be NULL).  Batched move_pages queries.
- * Errors: NK_EINVAL, NK_ENOSYS, NK_ENOMEM.
+ * Errors: NK_EINVAL (a hole in the range), NK_ENODEV (a page on a node the
+ * machine does not have), NK_ENOSYS, NK_ENOMEM.
  */
 NK_API int nk_where(const nk_machine *m, const void *addr, size_t len, int *nodes, size_t *counts);
 
