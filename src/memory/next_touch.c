@@ -206,7 +206,14 @@ static int nt_unprotect(uintptr_t page, uintptr_t ps, uintptr_t s, uintptr_t e)
 	return nk__os_protect((void *)s, e - s, NK__PROT_RW);
 }
 
-/* Move @p page to the caller's node (or its fallback) and restore access. AS-safe. */
+/*
+ * Restore access to @p page and move it to the caller's node (or its
+ * fallback).  Access first: the 6.1 kernel's move_pages does not see pages
+ * mapped PROT_NONE (follow_page treats them as NUMA-hinting entries, not
+ * present: the query says "not backed" and a move skips them); 6.12 sees
+ * them.  Moving an accessible page is just as safe: migration keeps other
+ * threads out of the page while it copies.  AS-safe.
+ */
 static int nt_take_page(uintptr_t page, uintptr_t s, uintptr_t e)
 {
 	uintptr_t ps = atomic_load_explicit(&nt_page, memory_order_relaxed);
@@ -214,6 +221,8 @@ static int nt_take_page(uintptr_t page, uintptr_t s, uintptr_t e)
 	int node = -1, status = -1;
 
 	nt_inc(&nt_count.faults);
+	if (nt_unprotect(page, ps, s, e))
+		return -1;
 	/* Query first: a page already local costs no migration, and only the
 	 * query tells "moved" from "was there" apart in the counters. */
 	if (nk__os_getcpu(NULL, &node) == 0 && nk__os_move_pages(1, &p, NULL, &status, 0) == 0) {
@@ -232,7 +241,7 @@ static int nt_take_page(uintptr_t page, uintptr_t s, uintptr_t e)
 	} else {
 		nt_inc(&nt_count.failed);
 	}
-	return nt_unprotect(page, ps, s, e);
+	return 0;
 }
 
 enum { NT_FOREIGN = 0, NT_RESOLVED = 1 };
