@@ -923,9 +923,9 @@ NK_API int nk_numamaps_to_json(const nk_numamaps *nm, int pid, unsigned flags, c
  * Next-touch placement (NK_POLICY_NEXT_TOUCH): every page of an armed range
  * moves to the node of the next thread that touches it, read or write.
  * Arming revokes access to the pages (mprotect PROT_NONE); the touch faults,
- * numakit's SIGSEGV handler moves that one page to the toucher's node
- * (getcpu, move_pages), gives the page back its access (PROT_READ |
- * PROT_WRITE) and returns, so the instruction restarts and never notices.
+ * numakit's SIGSEGV handler gives that one page back its access (PROT_READ |
+ * PROT_WRITE), moves it to the toucher's node (getcpu, move_pages) and
+ * returns, so the instruction restarts and never notices.
  * Contents are preserved bit for bit.  See docs/next_touch.md.
  *
  * GRANULARITY
