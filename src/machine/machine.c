@@ -346,6 +346,9 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 	if (kept)
 		qsort(m->caches, (size_t)kept, sizeof *m->caches, cmp_cache);
 
+	if (m->kernel.numa_balancing < -1 || m->kernel.numa_balancing > 3)
+		return nk__error(err, NK_EPARSE, "%s: numa_balancing %d is not -1 (unknown) or 0..3", what,
+				 m->kernel.numa_balancing);
 	if (m->kernel.thp_enabled < NK_THP_UNKNOWN || m->kernel.thp_enabled > NK_THP_ALWAYS ||
 	    m->kernel.thp_defrag < NK_THP_UNKNOWN || m->kernel.thp_defrag > NK_THP_DEFER_MADVISE)
 		return nk__error(err, NK_EPARSE, "%s: bad transparent huge page mode", what);

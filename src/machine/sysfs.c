@@ -501,7 +501,8 @@ static int read_kernel(struct reader *r, struct nk_machine *m)
 	if (txt) {
 		char *end;
 		long v = strtol(txt, &end, 10);
-		m->kernel.numa_balancing = (end != txt && v >= 0 && v < 16) ? (int)v : -1;
+		/* 0 off, 1 normal, 2 memory tiering, 3 both; anything else is unknown */
+		m->kernel.numa_balancing = (end != txt && v >= 0 && v <= 3) ? (int)v : -1;
 		free(txt);
 	}
 	if ((rc = rd_opt(r, "/sys/kernel/mm/transparent_hugepage/enabled", &txt)))

@@ -191,6 +191,22 @@ static void test_corrupt_lists(void **state)
 	put("sys/devices/system/node/node0/meminfo", "garbage\n");
 	expect_error(NK_EPARSE, "node0/meminfo");
 	put("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       1048576 kB\n");
+	/* values a machine file could not hold again (fuzz_fsroot found 10) read as unknown */
+	put("proc/sys/kernel/numa_balancing", "10\n");
+	{
+		nk_machine *m = load_ok();
+		nk_kernel_settings ks;
+		nk_machine_kernel_settings(m, &ks);
+		assert_int_equal(ks.numa_balancing, -1);
+		char *json = NULL;
+		assert_int_equal(nk_machine_to_json(m, 0, &json), 0);
+		nk_machine *back = NULL;
+		assert_int_equal(nk_machine_load_buffer(json, strlen(json), &back, NULL), 0);
+		nk_machine_free(back);
+		free(json);
+		nk_machine_free(m);
+	}
+	put("proc/sys/kernel/numa_balancing", "1\n");
 	put("proc/self/status", "Cpus_allowed_list:\t1-\n");
 	expect_error(NK_EPARSE, "/proc/self/status");
 	put("proc/self/status", "Name:\tx\nCpus_allowed_list:\t1-3\nMems_allowed_list:\t5\n");
