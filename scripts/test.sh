@@ -3,7 +3,8 @@
 #   1. scripts/setup.sh            install what is missing (idempotent)
 #   2. build/        configure + build, ctest everything but the guests (unit, cli, ...)
 #   3. build-asan/   -DNK_SANITIZE=address,undefined, the same ctest
-#   4. build-fuzz/   clang + -DNK_BUILD_FUZZ=ON, ctest -L fuzz (bounded runs from the seed corpora)
+#   4. build-tsan/   -DNK_SANITIZE=thread, the threaded unit tests
+#      build-fuzz/   clang + -DNK_BUILD_FUZZ=ON, ctest -L fuzz (bounded runs from the seed corpora)
 #   5. consumer      install build/ into a temporary prefix, build tests/consumer/ with pkg-config
 #                    and with find_package(numakit)
 #   6. guests        tests/vm/run-guests: every NUMA guest topology, every guest test
@@ -91,6 +92,23 @@ else
     if build_step asan build-asan -DNK_SANITIZE=address,undefined -DNK_GUEST_TESTS=OFF; then
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
             ctest_step asan build-asan -LE 'guest|fuzz'
+    fi
+fi
+
+# ThreadSanitizer for the threaded code: arrays from many threads, concurrent
+# nk_apply, next-touch faults from many threads, the multi-threaded bench.
+TSAN_TESTS="array_threads memory next_touch bench"
+if skipped_step tsan; then
+    record tsan skip 0 0 1 0
+else
+    hdr "thread sanitizer (build-tsan/: $TSAN_TESTS)"
+    s=$(date +%s)
+    if cmake -S "$ROOT" -B build-tsan -G Ninja -DNK_SANITIZE=thread -DNK_GUEST_TESTS=OFF &&
+       ninja -C build-tsan $(printf 'test_%s ' $TSAN_TESTS); then
+        TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} \
+            ctest_step tsan build-tsan -R "^unit\.($(echo $TSAN_TESTS | tr ' ' '|'))\$"
+    else
+        record tsan FAIL 0 1 0 $(( $(date +%s) - s ))
     fi
 fi
 

@@ -471,12 +471,25 @@ static void mode_fallback(void)
 	CHECK(checksum(r.p, len) == sum, "fallback: contents changed");
 	nk_where(M, r.p, len, NULL, after);
 	int ti = nk_machine_node_index(M, target);
-	CHECK(after[ti] == res.pages_in_place + res.pages_moved, "node %d holds %zu pages, result says %zu", target,
-	      after[ti], res.pages_in_place + res.pages_moved);
+	/* A page that the kernel is migrating at the moment of the query (kcompactd
+	 * compacts the nearly full node, within the node) has a migration entry,
+	 * and move_pages reports it as never touched: nk_apply counts it in
+	 * pages_untouched and it stays on the target.  Seen once in this test
+	 * (3 pages of 22815); so node 1 holds in_place + moved, plus at most the
+	 * pages reported untouched. */
+	CHECK(after[ti] >= res.pages_in_place + res.pages_moved &&
+		      after[ti] <= res.pages_in_place + res.pages_moved + res.pages_untouched,
+	      "node %d holds %zu pages, result says %zu in place + moved (+ %zu untouched)", target, after[ti],
+	      res.pages_in_place + res.pages_moved, res.pages_untouched);
+	CHECK(res.pages_untouched + res.pages_in_place + res.pages_moved + res.pages_fallback + res.pages_failed ==
+		      res.pages,
+	      "result fields add up to %zu, not %zu pages",
+	      res.pages_untouched + res.pages_in_place + res.pages_moved + res.pages_fallback + res.pages_failed,
+	      res.pages);
 	printf("  fallback: %zu pages: %zu in place, %zu moved to %d, %zu fell back (last to node %d), %zu failed, "
-	       "%zu syscalls\n",
+	       "%zu untouched, %zu syscalls\n",
 	       res.pages, res.pages_in_place, res.pages_moved, target, res.pages_fallback, res.fallback_node,
-	       res.pages_failed, res.syscalls);
+	       res.pages_failed, res.pages_untouched, res.syscalls);
 	free(before);
 	free(after);
 	nk_plan_free(pl);
