@@ -198,12 +198,19 @@ static void group_by_dest(struct apply *a, size_t n)
  * unwritten, so after any failure the pages are queried again: the first
  * page not on its destination names the stretch that failed.
  */
+#define MOVE_BUSY_ROUNDS 4
+
 static int move_work(struct apply *a, size_t n)
 {
 	const struct nk__memops *ops = a->ops;
-	int rc = 0;
+	int rc = 0, busy_rounds = 0;
 
 	while (n) {
+		/* A page the kernel is migrating or has locked at this instant
+		 * (compaction on a nearly full node, a racing fault) reports
+		 * -EBUSY/-EAGAIN; a few more rounds usually get it (seen in the
+		 * fallback guest test: 153 of 79632 pages under pressure). */
+		int kept_busy = 0;
 		group_by_dest(a, n);
 		for (size_t k = 0; k < n; k++) {
 			a->call_addr[k] = a->addr[a->w[k]];
@@ -234,7 +241,12 @@ static int move_work(struct apply *a, size_t n)
 			if (s == a->dest[i])
 				continue;
 			if (exact) {
-				/* only "no memory there" is worth another try */
+				if ((s == -EBUSY || s == -EAGAIN) && busy_rounds < MOVE_BUSY_ROUNDS) {
+					kept_busy = 1;
+					a->w[left++] = i;
+					continue;
+				}
+				/* otherwise only "no memory there" is worth another try */
 				if (s != -ENOMEM)
 					continue;
 				if (usable(a, a->dest[i]) && (rc = mark_bad(a, a->dest[i], -ENOMEM)))
@@ -256,8 +268,14 @@ static int move_work(struct apply *a, size_t n)
 			for (size_t k = 0; k < left; k++) {
 				size_t i = a->w[k];
 				if (a->dest[i] == failed_dest) {
-					if (!refused)
-						continue; /* busy or pinned: leave it where it is */
+					if (!refused) {
+						/* busy: retry a few rounds, then leave it where it is */
+						if (busy_rounds < MOVE_BUSY_ROUNDS) {
+							kept_busy = 1;
+							a->w[keep++] = i;
+						}
+						continue;
+					}
 					a->dest[i] = placement_for(a, a->target[i]);
 					if (a->dest[i] < 0)
 						continue;
@@ -266,6 +284,7 @@ static int move_work(struct apply *a, size_t n)
 			}
 			left = keep;
 		}
+		busy_rounds += kept_busy;
 		n = left;
 	}
 	return 0;
