@@ -11,15 +11,6 @@
 
 #include "bench/bench_impl.h"
 
-static nk_machine *synth(const char *desc)
-{
-	nk_machine *m = NULL;
-	nk_error err = { 0 };
-
-	if (nk_machine_load_synthetic(desc, &m, &err))
-		fail_msg("\"%s\": %s", desc, err.message);
-	return m;
-}
 
 /* Follow the chase from line 0: it must come back after exactly n steps, visiting every line once. */
 static void check_cycle(size_t n, size_t stride, uint64_t seed)
@@ -182,7 +173,7 @@ static int plan(nk_machine *m, nk_bench_options *o, struct nk_bench_results **ou
 
 static void test_options(void **state)
 {
-	nk_machine *m = synth("nodes=2 ids=0,4 cores=2 mem=1G");
+	nk_machine *m = nk_test_synth("nodes=2 ids=0,4 cores=2 mem=1G");
 	nk_bench_options o;
 	nk_error err = { 0 };
 	int bad[] = { 0, 7 }, two[] = { 4 };
@@ -245,7 +236,7 @@ static int has_note(const struct nk_bench_results *r, const char *text)
 /* Node 1 memoryless (cpus), node 2 cpu-less (memory): like the "hetero" guest. */
 static void test_plan_hetero(void **state)
 {
-	nk_machine *m = synth("nodes=3 cores=2 mem=1G memless=1 cpuless=2 dist=10,21,31/21,10,41/31,41,10");
+	nk_machine *m = nk_test_synth("nodes=3 cores=2 mem=1G memless=1 cpuless=2 dist=10,21,31/21,10,41/31,41,10");
 	struct nk_bench_results *r;
 	nk_bench_options o;
 	nk_error err = { 0 };
@@ -289,7 +280,7 @@ static void test_plan_hetero(void **state)
 /* Hand-filled results: derived figures, JSON and the matrices stored into a machine. */
 static void test_results_derived(void **state)
 {
-	nk_machine *m = synth("nodes=2 cores=1 mem=1G");
+	nk_machine *m = nk_test_synth("nodes=2 cores=1 mem=1G");
 	struct nk_bench_results *r;
 	nk_bench_options o;
 	nk_error err = { 0 };
@@ -345,8 +336,8 @@ static void test_results_derived(void **state)
 static void test_merge_round_trip(void **state)
 {
 	const char *desc = "nodes=3 ids=0,2,5 cores=2 mem=1G dist=10,21,31/21,10,21/31,21,10";
-	nk_machine *m = synth(desc), *saved = NULL, *live = synth(desc), *other = synth("nodes=2 cores=2 mem=1G");
-	nk_machine *other_cpus = synth("nodes=3 ids=0,2,5 cores=3 mem=1G");
+	nk_machine *m = nk_test_synth(desc), *saved = NULL, *live = nk_test_synth(desc), *other = nk_test_synth("nodes=2 cores=2 mem=1G");
+	nk_machine *other_cpus = nk_test_synth("nodes=3 ids=0,2,5 cores=3 mem=1G");
 	char path[] = "/tmp/nkbenchXXXXXX";
 	nk_error err = { 0 };
 	double v;

@@ -9,14 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static nk_machine *synth(const char *desc)
-{
-	nk_machine *m = NULL;
-	nk_error err = { 0 };
-	if (nk_machine_load_synthetic(desc, &m, &err))
-		fail_msg("\"%s\": %s", desc, err.message);
-	return m;
-}
 
 static char *to_json(const nk_machine *m, unsigned flags)
 {
@@ -58,7 +50,7 @@ static const char rich_desc[] = "nodes=4 ids=0,2,5,9 cores=2 smt=2 packages=2 me
 
 static nk_machine *rich_machine(void)
 {
-	nk_machine *m = synth(rich_desc);
+	nk_machine *m = nk_test_synth(rich_desc);
 	/* measured matrices with holes, and doubles that only 17 digits carry */
 	assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_LATENCY_NS, 0, 0, 80.5), 0);
 	assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_LATENCY_NS, 0, 9, 0.1), 0);
@@ -572,7 +564,7 @@ static void test_save_and_load_file(void **state)
 static void test_file_errors(void **state)
 {
 	nk_machine *sentinel = (nk_machine *)&sentinel, *m = sentinel;
-	nk_machine *s = synth("nodes=1");
+	nk_machine *s = nk_test_synth("nodes=1");
 	nk_error err = { 0 };
 	char *path;
 
@@ -612,7 +604,7 @@ static void test_file_errors(void **state)
 
 static void test_to_json_arguments(void **state)
 {
-	nk_machine *m = synth("nodes=1");
+	nk_machine *m = nk_test_synth("nodes=1");
 	char *s = (char *)"untouched";
 
 	(void)state;
@@ -639,7 +631,7 @@ static void test_exact_text(void **state)
 		"\"caches\":[{\"level\":2,\"type\":\"unified\",\"size\":1048576,\"line_size\":64,\"ways\":0,\"cpus\":\"0\"}],"
 		"\"allowed\":{\"cpus\":\"0\",\"nodes\":\"0\"},"
 		"\"measured\":{\"latency_ns\":null,\"bandwidth_mbs\":null,\"numa_factor\":null}}";
-	nk_machine *m = synth("nodes=1 mem=2K l2=1M thp=never");
+	nk_machine *m = nk_test_synth("nodes=1 mem=2K l2=1M thp=never");
 	char *s = to_json(m, NK_JSON_COMPACT);
 
 	(void)state;
@@ -650,7 +642,7 @@ static void test_exact_text(void **state)
 
 static void test_large_round_trip(void **state)
 {
-	nk_machine *m = synth("nodes=64 cores=2 dist=10:17"), *m2;
+	nk_machine *m = nk_test_synth("nodes=64 cores=2 dist=10:17"), *m2;
 	char *j1, *j2, *want;
 
 	(void)state;

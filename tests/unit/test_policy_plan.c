@@ -16,14 +16,6 @@
 
 #define MAXN 4096
 
-static nk_machine *synth(const char *desc)
-{
-	nk_machine *m = NULL;
-	nk_error err = { 0 };
-	if (nk_machine_load_synthetic(desc, &m, &err))
-		fail_msg("\"%s\": %s", desc, err.message);
-	return m;
-}
 
 static nk_machine *dump(const char *name)
 {
@@ -475,7 +467,7 @@ static void test_synthetic_sweep(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof machines / sizeof machines[0]; i++) {
-		nk_machine *m = synth(machines[i]);
+		nk_machine *m = nk_test_synth(machines[i]);
 		sweep(m, machines[i]);
 		nk_machine_free(m);
 	}
@@ -507,7 +499,7 @@ static void region_pages(const nk_machine *m, size_t npages, uintptr_t page_no, 
 
 static void test_explicit_params(void **state)
 {
-	nk_machine *m = synth("nodes=8 ids=0,1,2,3,4,5,6,9 dist=10:21");
+	nk_machine *m = nk_test_synth("nodes=8 ids=0,1,2,3,4,5,6,9 dist=10:21");
 	nk_region r;
 	int want[4096];
 	nk_policy *p;
@@ -596,7 +588,7 @@ static void test_explicit_params(void **state)
 /* Bind fills nodes by free memory and puts the excess on the last node. */
 static void test_bind_capacity(void **state)
 {
-	nk_machine *m = synth("nodes=3 mem=40K"); /* 10 pages per node */
+	nk_machine *m = nk_test_synth("nodes=3 mem=40K"); /* 10 pages per node */
 	nk_region r;
 	int want[64];
 	nk_plan *pl = NULL;
@@ -637,7 +629,7 @@ static void test_bind_capacity(void **state)
 /* Row bands: a page straddling two bands belongs to the band of its first byte. */
 static void test_rows_and_cols_by_hand(void **state)
 {
-	nk_machine *m = synth("nodes=2");
+	nk_machine *m = nk_test_synth("nodes=2");
 	nk_policy *p = parse("block:split=rows");
 	nk_plan *pl = NULL;
 	/* 5 rows of 3000 bytes at a page boundary: bands rows 0-2 (9000 B), 3-4 */
@@ -677,7 +669,7 @@ static void test_rows_and_cols_by_hand(void **state)
 	nk_machine_free(m);
 
 	/* 4 nodes, 4x4 blocks of one page each: Majo & Gross Fig. 11(f) */
-	m = synth("nodes=4");
+	m = nk_test_synth("nodes=4");
 	p = parse("block_exclusive");
 	nk_region q = { (void *)(uintptr_t)0x100000, 16 * 4096, 4096, 2, { 4, 4, 0 } };
 	assert_int_equal(nk_plan_build(m, p, &q, &pl, NULL), 0);
@@ -692,7 +684,7 @@ static void test_rows_and_cols_by_hand(void **state)
 /* 3D by planes and 1D by elements. */
 static void test_rows_other_dims(void **state)
 {
-	nk_machine *m = synth("nodes=3");
+	nk_machine *m = nk_test_synth("nodes=3");
 	int tn[] = { 0, 1, 2 }, want[512];
 	nk_policy *p = parse("block:split=rows");
 	(void)state;
@@ -715,7 +707,7 @@ static void test_rows_other_dims(void **state)
 /* Threads on memoryless or memory-disallowed nodes get the nearest usable node. */
 static void test_block_thread_mapping(void **state)
 {
-	nk_machine *m = synth("nodes=4 memless=1 allowed_nodes=0,1,3 "
+	nk_machine *m = nk_test_synth("nodes=4 memless=1 allowed_nodes=0,1,3 "
 			      "dist=10,20,40,40/20,10,15,30/40,15,10,40/40,30,40,10");
 	nk_policy *p = parse("block:threads=0,1,2,3");
 	nk_region r;
@@ -736,7 +728,7 @@ static void test_block_thread_mapping(void **state)
 /* Measured NUMA factors change cyclic_neighbors' order; home and count. */
 static void test_neighbors(void **state)
 {
-	nk_machine *m = synth("nodes=4 dist=10,20,30,30/20,10,30,30/30,30,10,20/30,30,20,10");
+	nk_machine *m = nk_test_synth("nodes=4 dist=10,20,30,30/20,10,30,30/30,30,10,20/30,30,20,10");
 	nk_region r;
 	int want[100];
 	nk_policy *p;
@@ -772,7 +764,7 @@ static void test_neighbors(void **state)
 	nk_machine_free(m);
 
 	/* a memoryless home: its nearest memory nodes, home itself excluded */
-	m = synth("nodes=3 memless=0 dist=10,20,30/20,10,30/30,30,10");
+	m = nk_test_synth("nodes=3 memless=0 dist=10,20,30/20,10,30/30,30,10");
 	p = parse("cyclic_neighbors:home=0");
 	want_formula(NK_POLICY_CYCLIC, (int[]){ 1 }, 1, 100, 1, 0, want);
 	check_plan(m, p, &r, want, "neighbors memoryless home");
@@ -783,7 +775,7 @@ static void test_neighbors(void **state)
 /* When one mbind call reproduces the plan, and when it does not. */
 static void test_kernel_hints(void **state)
 {
-	nk_machine *m = synth("nodes=4 wi=3,1,1,1");
+	nk_machine *m = nk_test_synth("nodes=4 wi=3,1,1,1");
 	nk_region r;
 	nk_plan *pl = NULL;
 	int mode;
@@ -846,7 +838,7 @@ static void test_kernel_hints(void **state)
 	}
 	/* KERNEL-NOTES: weights 3:1, 16 pages from a page number = 2 mod 4 land 0100010001000100 */
 	nk_machine_free(m);
-	m = synth("nodes=2 wi=3,1");
+	m = nk_test_synth("nodes=2 wi=3,1");
 	{
 		const char *seen = "0100010001000100";
 		nk_policy *p = parse("weighted");
@@ -869,7 +861,7 @@ static void test_kernel_hints(void **state)
 
 static void test_next_touch(void **state)
 {
-	nk_machine *m = synth("nodes=2");
+	nk_machine *m = nk_test_synth("nodes=2");
 	nk_policy *p = parse("next_touch");
 	nk_region r;
 	nk_plan *pl = NULL;
@@ -911,8 +903,8 @@ static void expect_build_error(const nk_machine *m, const char *policy, const nk
 
 static void test_build_errors(void **state)
 {
-	nk_machine *m = synth("nodes=4 memless=1 allowed_nodes=0,1,2");
-	nk_machine *none = synth("nodes=2 memless=1 allowed_nodes=1");
+	nk_machine *m = nk_test_synth("nodes=4 memless=1 allowed_nodes=0,1,2");
+	nk_machine *none = nk_test_synth("nodes=2 memless=1 allowed_nodes=1");
 	nk_region r = { (void *)(uintptr_t)0x100000, 1 << 20, 0, 0, { 0 } };
 	nk_region geo = { (void *)(uintptr_t)0x100000, 100 * 80 * 8, 8, 2, { 100, 80, 0 } };
 	nk_plan *pl = NULL;
@@ -928,7 +920,7 @@ static void test_build_errors(void **state)
 	expect_build_error(m, "weighted:nodes=0,2,weights=3=2", &r, NK_EINVAL, "node 3, which is not in the node set");
 	expect_build_error(m, "cyclic_neighbors:count=3", &r, NK_EINVAL, "count 3 but only 2 nodes");
 	{
-		nk_machine *four = synth("nodes=4");
+		nk_machine *four = nk_test_synth("nodes=4");
 		expect_build_error(four, "prime_mapp:prime=3", &r, NK_EINVAL, "prime 3 is smaller than the 4 nodes");
 		nk_machine_free(four);
 	}
@@ -994,7 +986,7 @@ static double now(void)
 /* A 1 TiB region costs what a page costs: build time and the last page's node. */
 static void test_terabyte(void **state)
 {
-	nk_machine *m = synth("nodes=1000 mem=1G");
+	nk_machine *m = nk_test_synth("nodes=1000 mem=1G");
 	nk_region r = { (void *)(uintptr_t)(1ULL << 44), 1ULL << 40, 0, 0, { 0 } };
 	const size_t np = (size_t)1 << 28, last = np - 1;
 	static const char *const policies[] = { "cyclic", "cyclic_block", "block_cyclic", "skew_mapp", "prime_mapp",

@@ -38,3 +38,12 @@ const char *nk_test_dump(const char *name)
 	snprintf(buf, sizeof buf, "%s/%s", NK_TOPO_DIR, name);
 	return buf;
 }
+
+nk_machine *nk_test_synth(const char *desc)
+{
+	nk_machine *m = NULL;
+	nk_error err = { 0 };
+	if (nk_machine_load_synthetic(desc, &m, &err))
+		fail_msg("\"%s\": %s", desc, err.message);
+	return m;
+}

@@ -14,6 +14,8 @@
 char *nk_test_slurp(const char *path);
 /** Write @p text to a fresh temporary file and return its malloc'ed path. */
 char *nk_test_tmpfile(const char *text, size_t len);
+/** A synthetic machine (nk_machine_load_synthetic); fails the test with the message. */
+nk_machine *nk_test_synth(const char *desc);
 /** Path of an unpacked dump: NK_TOPO_DIR "/" name (static buffer). */
 const char *nk_test_dump(const char *name);
 
