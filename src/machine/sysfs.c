@@ -81,6 +81,21 @@ static int rd_list(struct reader *r, const char *path, nk__ilist *l, int *presen
 	return rc ? nk__error(r->err, rc, "out of memory") : 0;
 }
 
+/* An optional number (with K/M/G suffix) file: *v = 0 when absent or unparsable
+ * (cache attributes are informative; a garbled one must not fail discovery). */
+static int rd_size_opt(struct reader *r, const char *path, unsigned long long *v)
+{
+	char *txt;
+	int rc = rd_opt(r, path, &txt);
+	*v = 0;
+	if (rc || !txt)
+		return rc;
+	if (nk__parse_size(txt, v))
+		*v = 0;
+	free(txt);
+	return 0;
+}
+
 /* "nodeNN"/"cpuNN" -> NN, -1 when the name is not exactly prefix+digits. */
 static int suffix_id(const char *name, const char *prefix)
 {
@@ -417,29 +432,19 @@ static int read_cpu_caches(struct reader *r, struct nk_machine *m, int cpu, cons
 		if (!nk__ilist_contains(&c->cpus, cpu) && (rc = nk__ilist_push(&c->cpus, cpu)))
 			goto out;
 		nk__ilist_normalize(&c->cpus);
+		unsigned long long v;
 		snprintf(path, sizeof path, "%s/index%d/size", dir, idx.v[k]);
-		if ((rc = rd_opt(r, path, &txt)))
+		if ((rc = rd_size_opt(r, path, &v)))
 			goto out;
-		if (txt) {
-			unsigned long long sz;
-			if (nk__parse_size(txt, &sz) == 0)
-				c->size = sz;
-			free(txt);
-		}
+		c->size = v;
 		snprintf(path, sizeof path, "%s/index%d/coherency_line_size", dir, idx.v[k]);
-		if ((rc = rd_opt(r, path, &txt)))
+		if ((rc = rd_size_opt(r, path, &v)))
 			goto out;
-		if (txt) {
-			c->line_size = atoi(txt) > 0 ? atoi(txt) : 0;
-			free(txt);
-		}
+		c->line_size = v <= 65536 ? (int)v : 0;
 		snprintf(path, sizeof path, "%s/index%d/ways_of_associativity", dir, idx.v[k]);
-		if ((rc = rd_opt(r, path, &txt)))
+		if ((rc = rd_size_opt(r, path, &v)))
 			goto out;
-		if (txt) {
-			c->ways = atoi(txt) > 0 ? atoi(txt) : 0;
-			free(txt);
-		}
+		c->ways = v <= 65536 ? (int)v : 0;
 	}
 out:
 	if (rc == NK_ENOMEM)
