@@ -42,59 +42,12 @@ static int errno_code(int e)
 int nk__os_read_file(const char *root, const char *path, char **out)
 {
 	char full[PATH_MAX];
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, rc;
-
-	rc = join(root, path, full, sizeof full);
+	size_t len;
+	int rc = join(root, path, full, sizeof full);
 	if (rc)
 		return rc;
-	fd = open(full, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno_code(errno);
-	for (;;) {
-		if (len + 4097 > cap) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *nb;
-			if (ncap > NK__OS_MAX_FILE + 1) {
-				rc = NK_EIO;
-				goto out_free;
-			}
-			nb = realloc(buf, ncap);
-			if (!nb) {
-				rc = NK_ENOMEM;
-				goto out_free;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		ssize_t k = read(fd, buf + len, cap - len - 1);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = errno_code(errno);
-			goto out_free;
-		}
-		if (k == 0)
-			break;
-		len += (size_t)k;
-	}
-	if (!buf) {
-		buf = malloc(1);
-		if (!buf) {
-			rc = NK_ENOMEM;
-			goto out_close;
-		}
-	}
-	buf[len] = '\0'; /* an embedded NUL simply ends the C string */
-	close(fd);
-	*out = buf;
-	return 0;
-out_free:
-	free(buf);
-out_close:
-	close(fd);
-	return rc;
+	/* an embedded NUL simply ends the C string the caller parses */
+	return nk__os_read_whole(full, NK__OS_MAX_FILE, out, &len, NULL);
 }
 
 int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno)
