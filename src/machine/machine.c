@@ -318,6 +318,10 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 				f |= NK_NODE_CPUS_ALLOWED;
 				break;
 			}
+		/* the machine file stores sizes as JSON integers (int64): refuse
+		 * what could not be saved instead of failing at save time */
+		if (nd->mem_total > (uint64_t)INT64_MAX)
+			return nk__error(err, NK_EPARSE, "%s: memory size of node %d out of range", what, nd->id);
 		if (nd->mem_free > nd->mem_total)
 			nd->mem_free = nd->mem_total;
 		if (nd->wi_weight < 0 || nd->wi_weight > 255)
@@ -336,6 +340,8 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 			return nk__error(err, NK_EPARSE, "%s: cache level %d out of range", what, c->level);
 		if (c->type < NK_CACHE_UNIFIED || c->type > NK_CACHE_INSTRUCTION)
 			return nk__error(err, NK_EPARSE, "%s: bad cache type %d", what, c->type);
+		if (c->size > (uint64_t)INT64_MAX)
+			return nk__error(err, NK_EPARSE, "%s: cache size out of range", what);
 		if (!c->cpus.n) {
 			nk__ilist_free(&c->cpus);
 			continue;

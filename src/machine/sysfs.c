@@ -17,6 +17,7 @@
 #include "machine/machine_impl.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,8 +154,13 @@ static int meminfo_kb(const char *text, const char *key, uint64_t *kb)
 		if (!strncmp(p, key, kl) && p[kl] == ':') {
 			char *end;
 			p += kl + 1;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (!isdigit((unsigned char)*p)) /* strtoull would take "-1" */
+				return NK_EPARSE;
+			errno = 0;
 			unsigned long long v = strtoull(p, &end, 10);
-			if (end == p)
+			if (errno == ERANGE || v > (uint64_t)INT64_MAX / 1024)
 				return NK_EPARSE;
 			*kb = v;
 			return 0;

@@ -190,6 +190,13 @@ static void test_corrupt_lists(void **state)
 	put("sys/devices/system/cpu/online", "0-3\n");
 	put("sys/devices/system/node/node0/meminfo", "garbage\n");
 	expect_error(NK_EPARSE, "node0/meminfo");
+	/* strtoull reads "-1" as 2^64-1: a size no machine file can hold (fuzz_fsroot) */
+	put("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:-1\n");
+	expect_error(NK_EPARSE, "node0/meminfo");
+	put("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 99999999999999999999 kB\n");
+	expect_error(NK_EPARSE, "node0/meminfo");
+	put("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 18014398509481984 kB\n");
+	expect_error(NK_EPARSE, "node0/meminfo");
 	put("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       1048576 kB\n");
 	/* values a machine file could not hold again (fuzz_fsroot found 10) read as unknown */
 	put("proc/sys/kernel/numa_balancing", "10\n");
