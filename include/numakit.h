@@ -29,6 +29,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#if defined(_OPENMP)
+#include <omp.h> /* the nk_omp_* conveniences at the end */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -1050,6 +1053,287 @@ NK_API int nk_next_touch_stats(nk_next_touch_counts *out);
  * Async-signal-safe; @p uctx (the ucontext_t *) is unused today.
  */
 NK_API int nk_next_touch_handle_fault(int sig, void *info, void *uctx);
+
+/* ================= threads and loops
+ *
+ * Data placement is half of memory affinity: the thread that works on a
+ * page must run on that page's node, and the work split must follow the
+ * data (Minas §5.2.5; Majo & Gross §4.2; Slavin & Freeman).  See
+ * docs/threads.md.
+ *
+ * PLACEMENT
+ *   An nk_placement is the cpu of each thread of a team of n threads,
+ *   computed once from the machine and a strategy; threads then pin
+ *   themselves with nk_thread_pin().  Only cpus this process may use
+ *   (allowed cpus) are ever chosen.
+ *
+ * SCHEDULES
+ *   Functions that return the calling thread's iterations of a loop, for a
+ *   thread id and team size, so that the iterations follow a distribution
+ *   of the data.  Usable inside `#pragma omp parallel` from C, C++ and
+ *   Fortran (module numakit in fortran/numakit.f90).  Pure and lock-free:
+ *   nothing is allocated, nothing is remembered.
+ *
+ * FEEDBACK-GUIDED SCHEDULING (nk_fgdls)
+ *   An outer-loop scheduler after Bull and Slavin & Freeman: contiguous
+ *   slices whose boundaries move every outer iteration to equalise the
+ *   measured cost, and whose pages then migrate to their thread's node.
+ */
+
+/** A half-open iteration range [begin, end); empty when begin == end. */
+typedef struct nk_range {
+	long begin;
+	long end;
+} nk_range;
+
+/* --- thread placement --- */
+
+typedef struct nk_placement nk_placement;
+
+/**
+ * Where each of @p nthreads threads runs, by @p strategy:
+ *   "compact"       one thread per core, cores in cache-sharing order (node by
+ *                   node, within a node last-level cache by last-level cache,
+ *                   then L2 by L2), so consecutive threads share the most
+ *                   cache; when every core has a thread, the cores' other
+ *                   hardware threads (SMT) follow in the same order.
+ *   "scatter"       threads spread evenly over the nodes that have allowed
+ *                   cpus, in contiguous groups (thread t on node index
+ *                   floor(t * N / T) when T <= N, else group t of T cut in
+ *                   N parts as evenly as possible, the first parts one
+ *                   larger, like OpenMP's spread); within a node spread over
+ *                   its last-level caches, then cores, then SMT siblings.
+ *   "LIST"          an explicit cpu list in thread order: "3,1,0-2" gives
+ *                   thread 0 cpu 3, thread 1 cpu 1, threads 2-4 cpus 0-2.
+ *   "file:PATH"     the same list read from a file (separated by commas,
+ *                   blanks or newlines; '#' starts a comment).
+ *   "sharing:PATH"  from a thread x thread sharing matrix file
+ *                   (nk_sharing_load): groups of threads that share the most
+ *                   data go to the same node, then to cores sharing a cache.
+ * @p nthreads 0 means one thread per cpu the strategy uses (LIST: its
+ * length; sharing: the matrix size).  More threads than the strategy's cpus
+ * is allowed: thread t takes the strategy's cpu t mod C (C its cpu count),
+ * so cpus are shared round robin and nk_placement_oversubscribed() says so.
+ * Errors: NK_EPARSE (unknown strategy, bad list or file; the message names
+ * it), NK_ENOENT/NK_EIO (a file), NK_ENODEV (a listed cpu the machine lacks),
+ * NK_EPERM (a listed cpu this process may not use), NK_EINVAL (NULL
+ * argument, nthreads < 0 or > 65536, sharing matrix size != nthreads),
+ * NK_ENOMEM.
+ */
+NK_API int nk_placement_build(const nk_machine *m, const char *strategy, int nthreads, nk_placement **out,
+			      nk_error *err);
+
+/**
+ * The "sharing" strategy from a matrix in memory: @p matrix is n x n,
+ * row-major, entry [i][j] how much threads i and j share (any non-negative
+ * unit: bytes, pages, sampled accesses); the diagonal is ignored and
+ * [i][j] + [j][i] is used, so the matrix need not be symmetric.
+ * Errors: NK_EINVAL (NULL, n < 1 or > 65536, a negative or non-finite entry), NK_ENOMEM.
+ */
+NK_API int nk_placement_from_sharing(const nk_machine *m, const double *matrix, int n, nk_placement **out,
+				     nk_error *err);
+
+/**
+ * Parse a sharing matrix (docs/formats.md): either text, n lines of n
+ * non-negative numbers ('#' comments, blank lines ignored), or JSON
+ * {"format": "numakit-sharing", "version": 1, "matrix": [[...], ...]}.
+ * On success *matrix (freed with free()) holds n*n values, row-major.
+ * Errors: NK_EPARSE ("sharing matrix line 3: 4 values, expected 5"), NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_sharing_parse(const char *text, size_t len, double **matrix, int *n, nk_error *err);
+/** nk_sharing_parse() of a file.  Errors: those, and NK_ENOENT, NK_EIO. */
+NK_API int nk_sharing_load(const char *path, double **matrix, int *n, nk_error *err);
+
+NK_API void nk_placement_free(nk_placement *p);
+/** Number of threads (> 0), or NK_EINVAL. */
+NK_API int nk_placement_num_threads(const nk_placement *p);
+/** Cpu of thread @p thread, or NK_EINVAL (NULL, thread out of range). */
+NK_API int nk_placement_cpu(const nk_placement *p, int thread);
+/** Node of thread @p thread's cpu, or NK_EINVAL. */
+NK_API int nk_placement_node(const nk_placement *p, int thread);
+/** Cpus of every thread in thread order; count/capacity semantics. */
+NK_API int nk_placement_cpus(const nk_placement *p, int *cpus, size_t cap);
+/** 1 when some cpu has more than one thread, 0 when not, NK_EINVAL. */
+NK_API int nk_placement_oversubscribed(const nk_placement *p);
+/** The cpus in thread order as a list, "0,2,1,3"; snprintf semantics. */
+NK_API int nk_placement_format(const nk_placement *p, char *buf, size_t cap);
+/** The cpus as OpenMP places, "{0},{2},{1},{3}"; snprintf semantics. */
+NK_API int nk_placement_omp_places(const nk_placement *p, char *buf, size_t cap);
+
+/**
+ * Pin the calling thread to the cpu of thread @p thread of @p p (a thread
+ * id >= the placement's size wraps: thread mod size).  Threads created
+ * afterwards by this thread inherit the pinning.
+ * Errors: NK_EINVAL (NULL, thread < 0), NK_EPERM (the cpu is no longer
+ * allowed: cpuset changed; the message names it), NK_ENOSYS.
+ */
+NK_API int nk_thread_pin(const nk_placement *p, int thread, nk_error *err);
+
+/**
+ * Where the calling thread runs now: its cpu, and that cpu's node on @p m
+ * (@p m NULL: the kernel's node).  Either pointer may be NULL.
+ * Errors: NK_ENOSYS (getcpu unavailable), NK_ENODEV (a cpu @p m lacks).
+ */
+NK_API int nk_thread_where(const nk_machine *m, int *cpu, int *node);
+
+/* --- loop schedules --- */
+
+/**
+ * OpenMP's schedule(static) without a chunk: [begin, end) cut into
+ * @p nthreads contiguous parts, the first (n mod nthreads) one iteration
+ * longer; thread @p tid gets part tid.  Errors: NK_EINVAL (NULL @p out,
+ * nthreads < 1, tid outside 0..nthreads-1).  begin >= end gives every
+ * thread an empty range.
+ */
+NK_API int nk_sched_static(long begin, long end, int tid, int nthreads, nk_range *out);
+
+/** Majo & Gross' static-inverse: thread tid gets the part static gives thread nthreads-1-tid. */
+NK_API int nk_sched_static_inverse(long begin, long end, int tid, int nthreads, nk_range *out);
+
+/** Which dimension of a 2D block_exclusive array a schedule hands out. */
+enum nk_sched_view {
+	NK_VIEW_ROWS = 0, /**< the loop runs over rows; the phase is the column band being processed */
+	NK_VIEW_COLS = 1, /**< the loop runs over columns; the phase is the row band being processed */
+};
+
+/**
+ * Majo & Gross' block-exclusive schedule for an array placed with
+ * block_exclusive over p nodes (block (r, c) of the p x p grid on
+ * node[(r + c) mod p], bands cut as the policy cuts them, docs/policies.md).
+ * @p rows and @p cols are the array's dimensions; @p view says which one
+ * the loop runs over; @p phase (0..p-1) is the band of the other dimension
+ * being processed.  Threads form p groups as "scatter" places them (group
+ * g = the threads scatter puts on node index g); group g gets the band of
+ * the loop dimension whose block in this phase is on node[g], split among
+ * the group's threads statically.  With fewer threads than p, a thread
+ * serves several groups and gets several ranges.  The ranges are clipped to
+ * [begin, end) (a loop that skips boundary rows).  Writes at most @p cap
+ * ranges to @p out and returns how many the thread has (count/capacity).
+ * Errors: NK_EINVAL (NULL out with cap > 0, p < 1, phase outside 0..p-1,
+ * bad view, tid/nthreads, rows or cols < p).
+ */
+NK_API int nk_sched_block_exclusive(long rows, long cols, int p, int view, int phase, long begin, long end,
+				    int tid, int nthreads, nk_range *out, size_t cap);
+
+/** The owner schedule of an array: built once, queried by every thread. */
+typedef struct nk_owner_sched nk_owner_sched;
+
+/**
+ * "owner": the rows (outermost dimension) of @p a whose memory is on each
+ * thread's node, whatever policy placed them.  Row r belongs to the node
+ * holding most of its bytes (residency now, nk_array_where); rows on a node
+ * without threads go to the nearest node with threads (SLIT), and untouched
+ * rows are shared statically among all threads.  A node's rows are split
+ * among its threads (@p thread_nodes[t], from nk_placement_node() or
+ * nk_thread_where()) in contiguous, equal shares.
+ * Errors: NK_EINVAL (NULL, nthreads < 1, a node the machine lacks), NK_ENOSYS, NK_ENOMEM.
+ */
+NK_API int nk_sched_owner_build(const nk_array *a, const int *thread_nodes, int nthreads, nk_owner_sched **out,
+				nk_error *err);
+/** Thread @p tid's rows, count/capacity semantics.  Errors: NK_EINVAL. */
+NK_API int nk_sched_owner(const nk_owner_sched *s, int tid, nk_range *out, size_t cap);
+NK_API void nk_sched_owner_free(nk_owner_sched *s);
+
+/* --- feedback-guided dynamic loop scheduling with migration --- */
+
+typedef struct nk_fgdls nk_fgdls;
+
+/**
+ * A scheduler of the iterations [begin, end) of a parallel loop executed
+ * again and again (an outer loop) by @p nthreads threads, starting from an
+ * equipartition (nk_sched_static).  @p m (the live machine for migration;
+ * any machine otherwise) must outlive the scheduler.
+ * Errors: NK_EINVAL (NULL, begin >= end, nthreads < 1 or > end - begin), NK_ENOMEM.
+ */
+NK_API int nk_fgdls_create(const nk_machine *m, long begin, long end, int nthreads, nk_fgdls **out);
+NK_API void nk_fgdls_free(nk_fgdls *f);
+
+/**
+ * Damping d in (0, 1]: each update moves every boundary d of the way from
+ * where it is to where the cost estimate says it should be (default 0.5).
+ * Errors: NK_EINVAL.
+ */
+NK_API int nk_fgdls_set_damping(nk_fgdls *f, double d);
+
+/** Thread @p tid's slice for the coming iteration.  Errors: NK_EINVAL. */
+NK_API int nk_fgdls_slice(const nk_fgdls *f, int tid, nk_range *out);
+
+/**
+ * Record the cost of thread @p tid's slice in the iteration just run: a
+ * time in seconds, or any work measure proportional to time.  Also records
+ * the node the calling thread runs on (nk_thread_where) as the thread's
+ * node, unless nk_fgdls_set_thread_node() fixed it.  Threads may record
+ * concurrently (each its own tid).  Errors: NK_EINVAL (tid, a negative or
+ * non-finite cost).
+ */
+NK_API int nk_fgdls_record(nk_fgdls *f, int tid, double cost);
+
+/** Fix thread @p tid's node (tests, a known placement).  Errors: NK_EINVAL, NK_ENODEV. */
+NK_API int nk_fgdls_set_thread_node(nk_fgdls *f, int tid, int node);
+
+/**
+ * Between outer iterations (one thread, the others waiting): move the slice
+ * boundaries to equalise the recorded costs.  The cost of a slice is spread
+ * evenly over its iterations, the cumulative cost is cut into nthreads equal
+ * parts, and each boundary moves by the damping factor towards its cut;
+ * every slice keeps at least one iteration.  Clears the recorded costs.
+ * Errors: NK_EINVAL (a thread has recorded no cost this iteration).
+ */
+NK_API int nk_fgdls_update(nk_fgdls *f);
+
+/**
+ * Load imbalance of the last recorded iteration: max cost / mean cost - 1
+ * (0 = perfect).  Errors: NK_EINVAL, NK_ENODATA (nothing recorded yet).
+ */
+NK_API int nk_fgdls_imbalance(const nk_fgdls *f, double *imbalance);
+
+/**
+ * Data that follows the slices: iteration i owns the @p bytes_per_iter
+ * bytes at @p base + i * bytes_per_iter (a vector, rows of a dense matrix).
+ * Up to 16 attachments.  Errors: NK_EINVAL, NK_ENOMEM (too many).
+ */
+NK_API int nk_fgdls_attach(nk_fgdls *f, void *base, size_t bytes_per_iter);
+/**
+ * Data with irregular rows (CSR): iteration i owns elements
+ * [offsets[i - begin], offsets[i - begin + 1]) of @p elem_size bytes at
+ * @p base; @p offsets has end - begin + 1 increasing entries and must
+ * outlive the scheduler.  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_fgdls_attach_offsets(nk_fgdls *f, void *base, size_t elem_size, const long *offsets);
+
+/**
+ * Move every slice's pages of every attached region to its thread's node
+ * (nk_apply: only the pages not already there move).  A page shared by two
+ * slices goes with the slice holding its first byte.  @p flags and @p res
+ * (summed over attachments; may be NULL) as nk_apply().
+ * Errors: NK_ENODATA (a thread's node is unknown: no record, no set node),
+ * and those of nk_apply().
+ */
+NK_API int nk_fgdls_migrate(nk_fgdls *f, unsigned flags, nk_apply_result *res, nk_error *err);
+
+/* --- OpenMP conveniences (header-only; compiled only with -fopenmp) ---
+ * Call from inside a parallel region, by every thread of the team.  They
+ * only combine omp_get_thread_num()/omp_get_num_threads() with the
+ * functions above, so they work with GCC's libgomp and LLVM's libomp alike.
+ * Pass a per-thread nk_error (or NULL): the team runs them concurrently.
+ */
+#if defined(_OPENMP)
+/** Pin the calling team member to its placement cpu. */
+static inline int nk_omp_pin(const nk_placement *p, nk_error *err)
+{
+	return nk_thread_pin(p, omp_get_thread_num(), err);
+}
+/** The calling team member's static range. */
+static inline int nk_omp_static(long begin, long end, nk_range *out)
+{
+	return nk_sched_static(begin, end, omp_get_thread_num(), omp_get_num_threads(), out);
+}
+/** The calling team member's static-inverse range. */
+static inline int nk_omp_static_inverse(long begin, long end, nk_range *out)
+{
+	return nk_sched_static_inverse(begin, end, omp_get_thread_num(), omp_get_num_threads(), out);
+}
+#endif
 
 #ifdef __cplusplus
 }
