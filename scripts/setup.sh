@@ -14,7 +14,7 @@ PACKAGES=(
   qemu-system-x86 busybox-static                                    # NUMA guests (vng's initramfs uses busybox)
   linux-image-amd64 linux-image-6.12-amd64                          # guest kernels 6.1 and 6.12
   python3 python3-pip                                               # guest runner and tests; pip for virtme-ng
-  gfortran libomp-14-dev                                            # Fortran module; LLVM OpenMP runtime (pinning tests)
+  g++ gfortran libomp-14-dev                                        # C++ and Fortran use of the header; LLVM OpenMP runtime
 )
 
 say() { echo "setup: $*"; }
