@@ -225,6 +225,31 @@ static int parse_team(const char *text, int nested, long *out)
 	return 0;
 }
 
+/*
+ * Whether KMP_AFFINITY names a binding type (compact, scatter, explicit, none,
+ * ...).  Tested with LLVM's libomp 14: a type makes it ignore OMP_PLACES and
+ * OMP_PROC_BIND ("OMP: Warning #182: OMP_PLACES: ignored because
+ * KMP_AFFINITY has been defined"); the modifiers alone (verbose, warnings,
+ * respect, granularity=...) leave them in force.
+ */
+static int kmp_affinity_binds(const char *v)
+{
+	static const char *const modifiers[] = { "verbose", "noverbose", "warnings", "nowarnings",
+						 "respect", "norespect" };
+
+	while (*v) {
+		size_t n = strcspn(v, ",");
+		int known = n > 12 && !strncmp(v, "granularity=", 12);
+
+		for (size_t i = 0; i < sizeof modifiers / sizeof *modifiers && !known; i++)
+			known = strlen(modifiers[i]) == n && !strncasecmp(v, modifiers[i], n);
+		if (!known && n)
+			return 1;
+		v += n + (v[n] == ',');
+	}
+	return 0;
+}
+
 /* The pinning environment the program gets. */
 struct pin_plan {
 	nk_placement *pl;
@@ -261,12 +286,12 @@ static int prepare_pin(struct run_opts *o, const nk_machine *m, struct pin_plan 
 	size_t u = 0;
 
 	/* Runtime-specific binding variables would fight the standard ones (docs/threads.md). */
-	if ((v = getenv("KMP_AFFINITY")))
+	if ((v = getenv("KMP_AFFINITY")) && kmp_affinity_binds(v))
 		return cli_usage_error("run", "--pin: KMP_AFFINITY=%s is set; LLVM's libomp would bind by it and "
 				       "ignore OMP_PLACES/OMP_PROC_BIND: unset it or drop --pin", v);
 	if ((v = getenv("GOMP_CPU_AFFINITY")))
-		return cli_usage_error("run", "--pin: GOMP_CPU_AFFINITY=%s is set; GCC's libgomp ignores it under "
-				       "OMP_PROC_BIND, so one of the two would be lost: unset it or drop --pin", v);
+		return cli_usage_error("run", "--pin: GOMP_CPU_AFFINITY=%s is set; LLVM's libomp would bind by it "
+				       "and GCC's libgomp ignore it: unset it or drop --pin", v);
 	if ((v = getenv("OMP_PROC_BIND")) && !strcaseeq_trim(v, "close"))
 		return cli_usage_error("run", "--pin: OMP_PROC_BIND=%s is set; --pin needs OMP_PROC_BIND=close: "
 				       "unset it", v);
