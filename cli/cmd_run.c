@@ -4,6 +4,14 @@
  * them against the machine model and makes the system calls), then the
  * command replaces it: set_mempolicy and sched_setaffinity survive exec and
  * are inherited by every thread and child of the program.
+ *
+ * --pin computes a thread placement (nk_placement_build) and hands it to the
+ * program's OpenMP runtime through the standard variables OMP_PLACES (one
+ * place per thread, in thread order) and OMP_PROC_BIND=close (thread i on
+ * place i), with the process cpu set narrowed to the placement's cpus.  The
+ * runtime-specific variables that would override or be overridden by them
+ * (KMP_AFFINITY, GOMP_CPU_AFFINITY) are refused rather than silently lost:
+ * see docs/threads.md, "numakit run --pin".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,13 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 const char cli_run_usage[] =
 	"usage: numakit run [--membind NODES | --interleave NODES | --weighted NODE=W,...\n"
-	"                    | --preferred NODE | --preferred-many NODES] [--cpus CPUS]\n"
+	"                    | --preferred NODE | --preferred-many NODES]\n"
+	"                   [--cpus CPUS | --pin SPEC [--threads N]]\n"
 	"                   [--dry-run [--fsroot DIR | --xml FILE | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
 	"\n"
@@ -33,6 +43,12 @@ const char cli_run_usage[] =
 	"  --preferred NODE        prefer NODE, fall back to others when it is full\n"
 	"  --preferred-many NODES  prefer the set NODES (Linux >= 5.15)\n"
 	"  --cpus CPUS             run only on CPUS\n"
+	"  --pin SPEC              pin the OpenMP threads: SPEC is compact, scatter,\n"
+	"                          sharing:FILE, file:FILE or a cpu list in thread order\n"
+	"                          (\"3,1,0-2\"); sets OMP_PLACES, OMP_PROC_BIND=close,\n"
+	"                          OMP_NUM_THREADS (when unset) and the cpu set\n"
+	"  --threads N             team size for --pin (default: OMP_NUM_THREADS when\n"
+	"                          set, else one thread per cpu of SPEC)\n"
 	"  --dry-run               check the options against the machine and print what\n"
 	"                          would be done, without running COMMAND\n"
 	"  --fsroot DIR, --xml FILE, --synthetic DESC, --machine FILE\n"
@@ -52,12 +68,14 @@ struct run_opts {
 	size_t n;
 	int *cpus;
 	size_t ncpus;
+	const char *pin;
+	int threads; /* --threads, 0 = not given */
 	int dry_run;
 	struct cli_source src;
 };
 
 enum { OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_WEIGHTED, OPT_PREFERRED, OPT_PREFERRED_MANY, OPT_CPUS,
-       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE };
+       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS };
 
 /* A list option into a malloc'ed array; message printed on failure. */
 static int parse_ids(const char *opt, const char *text, int **out, size_t *n)
@@ -174,7 +192,167 @@ static const char *policy_word(int kind)
 	}
 }
 
-static void print_plan(const struct run_opts *o, char **cmd)
+/* Exit status of a --pin failure: the user's input (spec, file, list), or the system. */
+static int pin_status(int code)
+{
+	switch (code) {
+	case NK_EPARSE:
+	case NK_ENOENT:
+	case NK_EIO:
+	case NK_EVERSION:
+	case NK_EINVAL:
+	case NK_ENODEV:
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
+/* A positive team size from text ("8"; for OMP_NUM_THREADS also "8,4": the outer level). */
+static int parse_team(const char *text, int nested, long *out)
+{
+	const char *end = text + strlen(text);
+	const char *comma = nested ? strchr(text, ',') : NULL;
+
+	while (*text == ' ' || *text == '\t')
+		text++;
+	if (comma)
+		end = comma;
+	while (end > text && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (parse_uint(text, end, 65536, out) || *out < 1)
+		return -1;
+	return 0;
+}
+
+/*
+ * Whether KMP_AFFINITY names a binding type (compact, scatter, explicit, none,
+ * ...).  Tested with LLVM's libomp 14: a type makes it ignore OMP_PLACES and
+ * OMP_PROC_BIND ("OMP: Warning #182: OMP_PLACES: ignored because
+ * KMP_AFFINITY has been defined"); the modifiers alone (verbose, warnings,
+ * respect, granularity=...) leave them in force.
+ */
+static int kmp_affinity_binds(const char *v)
+{
+	static const char *const modifiers[] = { "verbose", "noverbose", "warnings", "nowarnings",
+						 "respect", "norespect" };
+
+	while (*v) {
+		size_t n = strcspn(v, ",");
+		int known = n > 12 && !strncmp(v, "granularity=", 12);
+
+		for (size_t i = 0; i < sizeof modifiers / sizeof *modifiers && !known; i++)
+			known = strlen(modifiers[i]) == n && !strncasecmp(v, modifiers[i], n);
+		if (!known && n)
+			return 1;
+		v += n + (v[n] == ',');
+	}
+	return 0;
+}
+
+/* The pinning environment the program gets. */
+struct pin_plan {
+	nk_placement *pl;
+	char *places;      /* OMP_PLACES value */
+	int set_nthreads;  /* OMP_NUM_THREADS was unset: numakit sets it */
+	char nthreads[16];
+};
+
+static int strcaseeq_trim(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	while (*a == ' ' || *a == '\t')
+		a++;
+	if (strncasecmp(a, b, n))
+		return 0;
+	for (a += n; *a == ' ' || *a == '\t'; a++)
+		;
+	return !*a;
+}
+
+/*
+ * Compute the placement of --pin on @p m and what the OpenMP runtime must be
+ * told; o->cpus becomes the placement's cpus (the process cpu set).
+ * Returns 0 or an exit status (message printed).
+ */
+static int prepare_pin(struct run_opts *o, const nk_machine *m, struct pin_plan *pp)
+{
+	const char *env_n = getenv("OMP_NUM_THREADS");
+	const char *v;
+	nk_error err = { 0, "" };
+	long n = o->threads, from_env = 0;
+	int k, rc, *all;
+	size_t u = 0;
+
+	/* Runtime-specific binding variables would fight the standard ones (docs/threads.md). */
+	if ((v = getenv("KMP_AFFINITY")) && kmp_affinity_binds(v))
+		return cli_usage_error("run", "--pin: KMP_AFFINITY=%s is set; LLVM's libomp would bind by it and "
+				       "ignore OMP_PLACES/OMP_PROC_BIND: unset it or drop --pin", v);
+	if ((v = getenv("GOMP_CPU_AFFINITY")))
+		return cli_usage_error("run", "--pin: GOMP_CPU_AFFINITY=%s is set; LLVM's libomp would bind by it "
+				       "and GCC's libgomp ignore it: unset it or drop --pin", v);
+	if ((v = getenv("OMP_PROC_BIND")) && !strcaseeq_trim(v, "close"))
+		return cli_usage_error("run", "--pin: OMP_PROC_BIND=%s is set; --pin needs OMP_PROC_BIND=close: "
+				       "unset it", v);
+	if (env_n && parse_team(env_n, 1, &from_env))
+		return cli_usage_error("run", "--pin: OMP_NUM_THREADS=%s: expected a positive number of threads",
+				       env_n);
+	if (n && from_env && n != from_env)
+		return cli_usage_error("run", "--threads %ld and OMP_NUM_THREADS=%s disagree: give one", n, env_n);
+	if (!n)
+		n = from_env;
+	rc = nk_placement_build(m, o->pin, (int)n, &pp->pl, &err);
+	if (rc) {
+		cli_error("run", "--pin %s: %s", o->pin, err.message[0] ? err.message : nk_strerror(rc));
+		return pin_status(rc);
+	}
+	k = nk_placement_num_threads(pp->pl);
+	if (!(all = malloc((size_t)k * sizeof *all)) ||
+	    !(pp->places = malloc((size_t)nk_placement_omp_places(pp->pl, NULL, 0) + 1))) {
+		free(all);
+		cli_error("run", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	nk_placement_omp_places(pp->pl, pp->places, (size_t)nk_placement_omp_places(pp->pl, NULL, 0) + 1);
+	if ((v = getenv("OMP_PLACES")) && strcmp(v, pp->places)) {
+		free(all);
+		return cli_usage_error("run", "--pin: OMP_PLACES=%s is set; --pin sets it: unset it", v);
+	}
+	/* the process cpu set: the placement's cpus, increasing and distinct */
+	nk_placement_cpus(pp->pl, all, (size_t)k);
+	for (int i = 0; i < k; i++) {
+		size_t j = 0;
+
+		while (j < u && all[j] != all[i])
+			j++;
+		if (j == u)
+			all[u++] = all[i];
+	}
+	for (size_t i = 1; i < u; i++)
+		for (size_t j = i; j > 0 && all[j - 1] > all[j]; j--) {
+			int t = all[j];
+			all[j] = all[j - 1];
+			all[j - 1] = t;
+		}
+	o->cpus = all;
+	o->ncpus = u;
+	pp->set_nthreads = env_n == NULL;
+	snprintf(pp->nthreads, sizeof pp->nthreads, "%d", k);
+	return 0;
+}
+
+static int export_pin(const struct pin_plan *pp)
+{
+	if (setenv("OMP_PLACES", pp->places, 1) || setenv("OMP_PROC_BIND", "close", 1) ||
+	    (pp->set_nthreads && setenv("OMP_NUM_THREADS", pp->nthreads, 1))) {
+		cli_error("run", "cannot set the OpenMP environment: %s", strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static void print_plan(const struct run_opts *o, const struct pin_plan *pp, char **cmd)
 {
 	char *list;
 
@@ -199,6 +377,23 @@ static void print_plan(const struct run_opts *o, char **cmd)
 	} else {
 		printf("cpus: unchanged\n");
 	}
+	if (pp->pl) {
+		int n = nk_placement_num_threads(pp->pl);
+		char *order = malloc((size_t)nk_placement_format(pp->pl, NULL, 0) + 1);
+
+		if (order)
+			nk_placement_format(pp->pl, order, (size_t)nk_placement_format(pp->pl, NULL, 0) + 1);
+		printf("placement: %s, %d thread%s%s\n", o->pin, n, n == 1 ? "" : "s",
+		       nk_placement_oversubscribed(pp->pl) ? " (oversubscribed: some cpus run several threads)" : "");
+		printf("thread cpus: %s\n", order ? order : "?");
+		free(order);
+		printf("OMP_PLACES=%s\n", pp->places);
+		printf("OMP_PROC_BIND=close\n");
+		if (pp->set_nthreads)
+			printf("OMP_NUM_THREADS=%s\n", pp->nthreads);
+		else
+			printf("OMP_NUM_THREADS: unchanged (%s)\n", getenv("OMP_NUM_THREADS"));
+	}
 	printf("command:");
 	for (; *cmd; cmd++)
 		printf(" %s", *cmd);
@@ -214,6 +409,8 @@ int cli_cmd_run(int argc, char **argv)
 		{ "preferred", required_argument, NULL, OPT_PREFERRED },
 		{ "preferred-many", required_argument, NULL, OPT_PREFERRED_MANY },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "pin", required_argument, NULL, OPT_PIN },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "fsroot", required_argument, NULL, OPT_FSROOT },
 		{ "xml", required_argument, NULL, OPT_XML },
@@ -223,6 +420,7 @@ int cli_cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
+	struct pin_plan pp = { 0 };
 	nk_machine *m = NULL;
 	nk_error err = { 0, "" };
 	unsigned flags;
@@ -255,6 +453,18 @@ int cli_cmd_run(int argc, char **argv)
 			o.cpus = NULL;
 			rc = parse_ids("--cpus", optarg, &o.cpus, &o.ncpus);
 			break;
+		case OPT_PIN:
+			o.pin = optarg;
+			break;
+		case OPT_THREADS: {
+			long t = 0;
+
+			if (parse_team(optarg, 0, &t))
+				rc = cli_usage_error("run", "--threads: expected a number of threads in 1..65536, found '%s'",
+						     optarg);
+			o.threads = (int)t;
+			break;
+		}
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
@@ -285,6 +495,14 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	cmd = argv + optind;
+	if (o.pin && o.ncpus) {
+		rc = cli_usage_error("run", "--pin and --cpus cannot be combined: --pin chooses the cpus");
+		goto out;
+	}
+	if (o.threads && !o.pin) {
+		rc = cli_usage_error("run", "--threads needs --pin");
+		goto out;
+	}
 	if (o.src.kind >= 0 && !o.dry_run) {
 		rc = cli_usage_error("run", "%s needs --dry-run: a policy can only be set on this machine", o.src.opt);
 		goto out;
@@ -293,6 +511,8 @@ int cli_cmd_run(int argc, char **argv)
 	if (rc)
 		goto out;
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
+	if (o.pin && (rc = prepare_pin(&o, m, &pp)))
+		goto out;
 	if (o.kind >= 0) {
 		rc = nk_process_set_policy(m, o.kind, o.nodes, o.weights, o.n, flags, &err);
 		if (rc) {
@@ -310,10 +530,12 @@ int cli_cmd_run(int argc, char **argv)
 		}
 	}
 	if (o.dry_run) {
-		print_plan(&o, cmd);
+		print_plan(&o, &pp, cmd);
 		rc = cli_finish_stdout("run", CLI_EXIT_OK);
 		goto out;
 	}
+	if (pp.pl && (rc = export_pin(&pp)))
+		goto out;
 	nk_machine_free(m);
 	m = NULL;
 	fflush(stdout);
@@ -325,5 +547,7 @@ out:
 	free(o.nodes);
 	free(o.weights);
 	free(o.cpus);
+	free(pp.places);
+	nk_placement_free(pp.pl);
 	return rc;
 }

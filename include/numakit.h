@@ -1112,10 +1112,16 @@ typedef struct nk_placement nk_placement;
  *                   data go to the same node, then to cores sharing a cache.
  * @p nthreads 0 means one thread per cpu the strategy uses (LIST: its
  * length; sharing: the matrix size).  More threads than the strategy's cpus
- * is allowed: thread t takes the strategy's cpu t mod C (C its cpu count),
- * so cpus are shared round robin and nk_placement_oversubscribed() says so.
+ * is allowed: thread t takes the strategy's cpu t mod C (C its cpu count;
+ * for scatter the order it gives C threads), so cpus are shared round robin
+ * and nk_placement_oversubscribed() says so; sharing gives every node
+ * floor(n / C) threads per allowed cpu plus its share of the rest, so every
+ * cpu runs floor(n / C) or ceil(n / C) threads.  Ties go to the lower id: the
+ * result is deterministic.  The exact rules, with worked examples, are in
+ * docs/threads.md.
  * Errors: NK_EPARSE (unknown strategy, bad list or file; the message names
- * it), NK_ENOENT/NK_EIO (a file), NK_ENODEV (a listed cpu the machine lacks),
+ * it), NK_EVERSION (a JSON sharing matrix of another version),
+ * NK_ENOENT/NK_EIO (a file), NK_ENODEV (a listed cpu the machine lacks),
  * NK_EPERM (a listed cpu this process may not use), NK_EINVAL (NULL
  * argument, nthreads < 0 or > 65536, sharing matrix size != nthreads),
  * NK_ENOMEM.
@@ -1137,11 +1143,14 @@ NK_API int nk_placement_from_sharing(const nk_machine *m, const double *matrix, 
  * Parse a sharing matrix (docs/formats.md): either text, n lines of n
  * non-negative numbers ('#' comments, blank lines ignored), or JSON
  * {"format": "numakit-sharing", "version": 1, "matrix": [[...], ...]}.
- * On success *matrix (freed with free()) holds n*n values, row-major.
- * Errors: NK_EPARSE ("sharing matrix line 3: 4 values, expected 5"), NK_EINVAL, NK_ENOMEM.
+ * Numbers are decimal ("12", "0.5", "3e6"); signs, inf, nan and hex are
+ * rejected.  On success *matrix (freed with free()) holds n*n values, row-major.
+ * Errors: NK_EPARSE ("sharing matrix: line 3: 4 values, expected 5"; the JSON
+ * path for JSON), NK_EVERSION (a JSON "version" other than 1), NK_EINVAL
+ * (NULL), NK_ENOMEM.
  */
 NK_API int nk_sharing_parse(const char *text, size_t len, double **matrix, int *n, nk_error *err);
-/** nk_sharing_parse() of a file.  Errors: those, and NK_ENOENT, NK_EIO. */
+/** nk_sharing_parse() of a file (messages name it).  Errors: those, and NK_ENOENT, NK_EIO (also larger than 256 MiB). */
 NK_API int nk_sharing_load(const char *path, double **matrix, int *n, nk_error *err);
 
 NK_API void nk_placement_free(nk_placement *p);
@@ -1151,27 +1160,34 @@ NK_API int nk_placement_num_threads(const nk_placement *p);
 NK_API int nk_placement_cpu(const nk_placement *p, int thread);
 /** Node of thread @p thread's cpu, or NK_EINVAL. */
 NK_API int nk_placement_node(const nk_placement *p, int thread);
-/** Cpus of every thread in thread order; count/capacity semantics. */
+/** Cpus of every thread in thread order; count/capacity semantics (returns the thread count). */
 NK_API int nk_placement_cpus(const nk_placement *p, int *cpus, size_t cap);
 /** 1 when some cpu has more than one thread, 0 when not, NK_EINVAL. */
 NK_API int nk_placement_oversubscribed(const nk_placement *p);
-/** The cpus in thread order as a list, "0,2,1,3"; snprintf semantics. */
+/**
+ * The cpus in thread order as a list, "0,2,1,3" (every thread, no ranges);
+ * snprintf semantics, except that a buffer too small holds only whole items.
+ * Errors: NK_EINVAL (NULL @p p, or NULL @p buf with cap > 0).
+ */
 NK_API int nk_placement_format(const nk_placement *p, char *buf, size_t cap);
-/** The cpus as OpenMP places, "{0},{2},{1},{3}"; snprintf semantics. */
+/** The cpus as OpenMP places, "{0},{2},{1},{3}" (numakit run --pin's OMP_PLACES); as nk_placement_format(). */
 NK_API int nk_placement_omp_places(const nk_placement *p, char *buf, size_t cap);
 
 /**
  * Pin the calling thread to the cpu of thread @p thread of @p p (a thread
  * id >= the placement's size wraps: thread mod size).  Threads created
  * afterwards by this thread inherit the pinning.
+ * Thread-safe: every team member calls it concurrently with its own id (and
+ * its own @p err, or NULL).
  * Errors: NK_EINVAL (NULL, thread < 0), NK_EPERM (the cpu is no longer
  * allowed: cpuset changed; the message names it), NK_ENOSYS.
  */
 NK_API int nk_thread_pin(const nk_placement *p, int thread, nk_error *err);
 
 /**
- * Where the calling thread runs now: its cpu, and that cpu's node on @p m
- * (@p m NULL: the kernel's node).  Either pointer may be NULL.
+ * Where the calling thread runs now (getcpu; it may move right after unless
+ * pinned): its cpu, and that cpu's node on @p m (@p m NULL: the kernel's
+ * node).  Either pointer may be NULL.  Thread-safe.
  * Errors: NK_ENOSYS (getcpu unavailable), NK_ENODEV (a cpu @p m lacks).
  */
 NK_API int nk_thread_where(const nk_machine *m, int *cpu, int *node);
