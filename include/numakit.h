@@ -1190,6 +1190,9 @@ NK_API int nk_sched_static(long begin, long end, int tid, int nthreads, nk_range
 /** Majo & Gross' static-inverse: thread tid gets the part static gives thread nthreads-1-tid. */
 NK_API int nk_sched_static_inverse(long begin, long end, int tid, int nthreads, nk_range *out);
 
+/** The most ranges nk_sched_block_exclusive() gives one thread: a @p cap of 2 always suffices. */
+#define NK_SCHED_BE_MAX_RANGES 2
+
 /** Which dimension of a 2D block_exclusive array a schedule hands out. */
 enum nk_sched_view {
 	NK_VIEW_ROWS = 0, /**< the loop runs over rows; the phase is the column band being processed */
