@@ -79,6 +79,7 @@ struct team {
 	size_t rows, cols, elem, row_bytes;
 	int view, phase;                 /* block_exclusive */
 	const nk_owner_sched *owner;
+	int control; /* negative control: a mismatched distribution, remote pages expected */
 	struct member mem[512];
 };
 
@@ -189,7 +190,7 @@ static int allowed(const struct team *tm, const struct member *me, int node_idx)
 static void run_team(struct team *tm, const char *what)
 {
 	pthread_t th[512];
-	size_t pages_checked = 0, remote = 0;
+	size_t pages_checked = 0, remote = 0, undefined = 0, mismatched = 0;
 	int *where = NULL;
 	size_t cap = 0;
 
@@ -226,10 +227,16 @@ static void run_team(struct team *tm, const char *what)
 				int idx = where[k] < 0 ? -1 : nk_machine_node_index(M, where[k]);
 				int ok = idx >= 0 ? allowed(tm, me, idx) : 0;
 				pages_checked++;
-				if (ok < 0)
+				if (ok < 0) {
+					undefined++;
 					continue;
+				}
 				if (idx != me->node_idx)
 					remote++;
+				if (tm->control) {
+					mismatched += !ok;
+					continue;
+				}
 				CHECK(ok, "%s: thread %d (node %d) touched page %zu of the array on node %d", what, t,
 				      node_id[me->node_idx], (size_t)(p - tm->data) / ps + k, where[k]);
 			}
@@ -237,8 +244,15 @@ static void run_team(struct team *tm, const char *what)
 		free(me->br);
 	}
 	free(where);
-	printf("ok   %-46s T=%-3d pages checked %zu%s\n", what, tm->T, pages_checked,
-	       remote ? " (some on served nodes, T < nodes)" : "");
+	if (tm->control) {
+		CHECK(mismatched > 0, "%s: the control found no remote page: the check is vacuous", what);
+		printf("ok   %-46s T=%-3d pages checked %zu, %zu remote as expected\n", what, tm->T, pages_checked,
+		       mismatched);
+		return;
+	}
+	printf("ok   %-46s T=%-3d pages checked %zu%s%s\n", what, tm->T, pages_checked,
+	       remote ? " (some on served nodes, T < nodes)" : "",
+	       undefined ? " (locality not defined: T < nodes)" : "");
 }
 
 /* ---- the cases ---- */
@@ -261,27 +275,28 @@ static nk_array *make_array(size_t rows, size_t cols, const char *policy)
 	return a;
 }
 
-static void case_static(int T, int inverse)
+static void case_static(int T, int inverse, int control)
 {
 	struct team *tm = calloc(1, sizeof *tm);
 	char policy[4096] = "block:split=rows,threads=";
 	size_t rows = (size_t)(7 * T + 3);
 	for (int t = 0; t < T; t++) {
-		int k, cpu, tt = inverse ? T - 1 - t : t; /* the inverse: block t for thread T-1-t */
+		int k, cpu, tt = inverse != control ? T - 1 - t : t; /* the inverse: block t for thread T-1-t */
 		scatter(tt, T, &k, &cpu);
 		snprintf(policy + strlen(policy), sizeof policy - strlen(policy), "%s%d", t ? "," : "", node_id[k]);
 	}
 	nk_array *a = make_array(rows, ps / 8, policy); /* one page per row */
 	tm->T = T;
 	tm->kind = inverse ? K_INVERSE : K_STATIC;
+	tm->control = control;
 	tm->data = nk_array_data(a);
 	tm->rows = rows;
 	tm->cols = ps / 8;
 	tm->elem = 8;
 	tm->row_bytes = ps;
 	char what[128];
-	snprintf(what, sizeof what, "%s <-> block:split=rows%s", inverse ? "static_inverse" : "static",
-		 inverse ? " (reversed)" : "");
+	snprintf(what, sizeof what, "%s%s <-> block:split=rows%s", control ? "control: " : "",
+		 inverse ? "static_inverse" : "static", inverse != control ? " (reversed)" : "");
 	run_team(tm, what);
 	nk_array_free(a);
 	free(tm);
@@ -400,8 +415,10 @@ int main(void)
 		int T = teams[k];
 		if (k && T == teams[k - 1])
 			continue;
-		case_static(T, 0);
-		case_static(T, 1);
+		case_static(T, 0, 0);
+		case_static(T, 1, 0);
+		if (T > 1)
+			case_static(T, 0, 1); /* static against the reversed blocks must see remote pages */
 		case_block_exclusive(T);
 		case_owner(T, "cyclic_block:block=8K");
 		case_owner(T, "block");
