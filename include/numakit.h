@@ -1072,7 +1072,9 @@ NK_API int nk_next_touch_handle_fault(int sig, void *info, void *uctx);
  *   thread id and team size, so that the iterations follow a distribution
  *   of the data.  Usable inside `#pragma omp parallel` from C, C++ and
  *   Fortran (module numakit in fortran/numakit.f90).  Pure and lock-free:
- *   nothing is allocated, nothing is remembered.
+ *   nothing is allocated, nothing is remembered (the owner schedule is
+ *   built once, then only read).  Formulas and the schedule <-> distribution
+ *   table: docs/schedules.md.
  *
  * FEEDBACK-GUIDED SCHEDULING (nk_fgdls)
  *   An outer-loop scheduler after Bull and Slavin & Freeman: contiguous
@@ -1192,19 +1194,37 @@ NK_API int nk_thread_pin(const nk_placement *p, int thread, nk_error *err);
  */
 NK_API int nk_thread_where(const nk_machine *m, int *cpu, int *node);
 
-/* --- loop schedules --- */
+/* --- loop schedules ---
+ * All of them (docs/schedules.md): pure, lock-free, safe to call from every
+ * thread of a team at once; a failing call writes nothing.  Iterations are
+ * C ones: a loop is [begin, end).  Bands are cut as the policies cut them
+ * (docs/policies.md): n items in t parts, the first n mod t one larger,
+ * part k starting at k*floor(n/t) + min(k, n mod t).
+ */
 
 /**
  * OpenMP's schedule(static) without a chunk: [begin, end) cut into
- * @p nthreads contiguous parts, the first (n mod nthreads) one iteration
- * longer; thread @p tid gets part tid.  Errors: NK_EINVAL (NULL @p out,
- * nthreads < 1, tid outside 0..nthreads-1).  begin >= end gives every
- * thread an empty range.
+ * @p nthreads contiguous parts, the first ((end - begin) mod nthreads) one
+ * iteration longer; thread @p tid gets part tid.  This is the part
+ * "block:split=rows" (threads = the team's nodes in thread order) places on
+ * thread tid's node.  begin >= end gives every thread an empty range;
+ * more threads than iterations give the last threads empty ranges at end.
+ * Any long bounds work (end - begin may exceed LONG_MAX).
+ * Errors: NK_EINVAL (NULL @p out, nthreads < 1, tid outside 0..nthreads-1).
  */
 NK_API int nk_sched_static(long begin, long end, int tid, int nthreads, nk_range *out);
 
-/** Majo & Gross' static-inverse: thread tid gets the part static gives thread nthreads-1-tid. */
+/**
+ * Majo & Gross' static-inverse: thread tid gets the part static gives
+ * thread nthreads-1-tid (for loops that run "upwards" over data placed by a
+ * downward loop, lu's upper triangle; or the second half of a
+ * block_exclusive array with p = 2).  Errors and empty ranges as
+ * nk_sched_static().
+ */
 NK_API int nk_sched_static_inverse(long begin, long end, int tid, int nthreads, nk_range *out);
+
+/** The most ranges nk_sched_block_exclusive() gives one thread: a @p cap of 2 always suffices. */
+#define NK_SCHED_BE_MAX_RANGES 2
 
 /** Which dimension of a 2D block_exclusive array a schedule hands out. */
 enum nk_sched_view {
@@ -1214,19 +1234,32 @@ enum nk_sched_view {
 
 /**
  * Majo & Gross' block-exclusive schedule for an array placed with
- * block_exclusive over p nodes (block (r, c) of the p x p grid on
- * node[(r + c) mod p], bands cut as the policy cuts them, docs/policies.md).
+ * block_exclusive over p nodes: rows cut into p row bands, columns into p
+ * column bands, block (r, c) on node[(r + c) mod p] (docs/policies.md).
  * @p rows and @p cols are the array's dimensions; @p view says which one
  * the loop runs over; @p phase (0..p-1) is the band of the other dimension
- * being processed.  Threads form p groups as "scatter" places them (group
- * g = the threads scatter puts on node index g); group g gets the band of
- * the loop dimension whose block in this phase is on node[g], split among
- * the group's threads statically.  With fewer threads than p, a thread
- * serves several groups and gets several ranges.  The ranges are clipped to
- * [begin, end) (a loop that skips boundary rows).  Writes at most @p cap
- * ranges to @p out and returns how many the thread has (count/capacity).
- * Errors: NK_EINVAL (NULL out with cap > 0, p < 1, phase outside 0..p-1,
- * bad view, tid/nthreads, rows or cols < p).
+ * being processed (an x-wise sweep over rows runs p phases, one per column
+ * band, with a barrier between them).
+ *
+ * Groups: the team forms p groups, group g being the threads "scatter"
+ * places on node index g.  With T = @p nthreads >= p, thread t is in group
+ * part_of(T, p, t) (T cut in p contiguous parts, the first T mod p one
+ * larger).  With T < p, thread t runs on node index floor(t p / T) and
+ * serves the groups floor(t p / T) .. floor((t+1) p / T) - 1, so every
+ * group has exactly one thread.  Group g gets the band b of the loop
+ * dimension with (b + phase) mod p == g — the block on node[g] in this
+ * phase — clipped to [begin, end), and, when the group has k > 1 threads,
+ * split among them as nk_sched_static() splits it.  Every iteration of
+ * [begin, end) goes to exactly one thread.
+ *
+ * A thread's ranges are sorted, non-empty and not adjacent (touching bands
+ * are merged): at most NK_SCHED_BE_MAX_RANGES (two only when T < p and its
+ * bands wrap past the last band).  Writes min(count, @p cap) ranges to
+ * @p out and returns the count (0: nothing to do in this phase).
+ * begin >= end is an empty loop (returns 0).
+ * Errors: NK_EINVAL (NULL @p out with cap > 0, p < 1, phase outside
+ * 0..p-1, an unknown view, tid outside 0..nthreads-1, nthreads < 1, rows or
+ * cols < p, a non-empty [begin, end) outside 0..rows (ROWS) or 0..cols (COLS)).
  */
 NK_API int nk_sched_block_exclusive(long rows, long cols, int p, int view, int phase, long begin, long end,
 				    int tid, int nthreads, nk_range *out, size_t cap);
@@ -1235,19 +1268,33 @@ NK_API int nk_sched_block_exclusive(long rows, long cols, int p, int view, int p
 typedef struct nk_owner_sched nk_owner_sched;
 
 /**
- * "owner": the rows (outermost dimension) of @p a whose memory is on each
- * thread's node, whatever policy placed them.  Row r belongs to the node
- * holding most of its bytes (residency now, nk_array_where); rows on a node
- * without threads go to the nearest node with threads (SLIT), and untouched
- * rows are shared statically among all threads.  A node's rows are split
- * among its threads (@p thread_nodes[t], from nk_placement_node() or
- * nk_thread_where()) in contiguous, equal shares.
- * Errors: NK_EINVAL (NULL, nthreads < 1, a node the machine lacks), NK_ENOSYS, NK_ENOMEM.
+ * "owner": the rows (outermost dimension: rows of a 2D array, planes of a
+ * 3D one, elements of a 1D one) of @p a whose memory is on each thread's
+ * node, whatever policy placed them.  Row r belongs to the node holding
+ * most of its resident bytes (residency now, nk_array_where; ties to the
+ * lowest node id); rows on a node without threads go to the nearest node
+ * with threads (SLIT distance, ties to the lowest id), and rows with no
+ * resident byte are shared statically among all threads.  A node's rows,
+ * in increasing order, are cut into as many contiguous shares as the node
+ * has threads (@p thread_nodes[t], from nk_placement_node() or
+ * nk_thread_where()), the first shares one row larger; threads take them
+ * in thread order.  Every row goes to exactly one thread.  The schedule is
+ * a snapshot: build it again after pages move.  Cost: one residency query
+ * and O(rows + pages) time; memory O(threads + ranges).
+ * Errors: NK_EINVAL (NULL argument, nthreads < 1, @p a not a numakit
+ * array), NK_ENODEV (a thread node or a page on a node the array's machine
+ * lacks; the message names it), NK_ENOSYS (no residency query), NK_ENOMEM.
+ * Nothing is written to @p out on failure.
  */
 NK_API int nk_sched_owner_build(const nk_array *a, const int *thread_nodes, int nthreads, nk_owner_sched **out,
 				nk_error *err);
-/** Thread @p tid's rows, count/capacity semantics.  Errors: NK_EINVAL. */
+/**
+ * Thread @p tid's rows: sorted, non-adjacent ranges; writes min(count,
+ * @p cap) of them and returns the count.  Safe from many threads at once.
+ * Errors: NK_EINVAL (NULL @p s, tid out of range, NULL @p out with cap > 0).
+ */
 NK_API int nk_sched_owner(const nk_owner_sched *s, int tid, nk_range *out, size_t cap);
+/** Free an owner schedule; NULL is a no-op. */
 NK_API void nk_sched_owner_free(nk_owner_sched *s);
 
 /* --- feedback-guided dynamic loop scheduling with migration --- */

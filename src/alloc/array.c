@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "numakit.h"
+#include "alloc/array_impl.h"
 #include "os/os.h"
 #include "util/list.h"
 
@@ -264,6 +265,11 @@ int nk_array_region(const nk_array *a, nk_region *out)
 	for (int d = 0; d < a->ndims; d++)
 		out->dims[d] = a->dims[d];
 	return 0;
+}
+
+const nk_machine *nk__array_machine(const nk_array *a)
+{
+	return a ? a->m : NULL;
 }
 
 int nk_array_where(const nk_array *a, int *nodes, size_t *counts)
