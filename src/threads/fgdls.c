@@ -47,6 +47,8 @@ struct nk_fgdls {
 	int T;
 	double damping;
 	long *b;            /* T + 1 boundaries */
+	long *nb;           /* T + 1: the update's new boundaries (allocated once: update cannot fail for memory) */
+	double *cum;        /* T + 1: cumulative recorded cost */
 	struct slot *slots; /* T, 64-byte aligned */
 	double last_imb;
 	int have_imb;
@@ -68,8 +70,10 @@ int nk_fgdls_create(const nk_machine *m, long begin, long end, int nthreads, nk_
 	if (!f)
 		return NK_ENOMEM;
 	f->b = malloc(((size_t)nthreads + 1) * sizeof *f->b);
+	f->nb = malloc(((size_t)nthreads + 1) * sizeof *f->nb);
+	f->cum = malloc(((size_t)nthreads + 1) * sizeof *f->cum);
 	f->slots = aligned_alloc(64, (size_t)nthreads * sizeof *f->slots);
-	if (!f->b || !f->slots) {
+	if (!f->b || !f->nb || !f->cum || !f->slots) {
 		nk_fgdls_free(f);
 		return NK_ENOMEM;
 	}
@@ -94,6 +98,8 @@ void nk_fgdls_free(nk_fgdls *f)
 	if (!f)
 		return;
 	free(f->b);
+	free(f->nb);
+	free(f->cum);
 	free(f->slots);
 	free(f);
 }
@@ -202,13 +208,8 @@ int nk_fgdls_update(nk_fgdls *f)
 	for (int t = 0; t < T; t++)
 		if (!f->slots[t].recorded)
 			return NK_EINVAL;
-	cum = malloc(((size_t)T + 1) * sizeof *cum);
-	nb = malloc(((size_t)T + 1) * sizeof *nb);
-	if (!cum || !nb) {
-		free(cum);
-		free(nb);
-		return NK_ENOMEM;
-	}
+	cum = f->cum;
+	nb = f->nb;
 	cum[0] = 0;
 	for (int t = 0; t < T; t++)
 		cum[t + 1] = cum[t] + f->slots[t].cost;
@@ -252,8 +253,6 @@ int nk_fgdls_update(nk_fgdls *f)
 		f->slots[t].recorded = 0;
 		f->slots[t].cost = 0;
 	}
-	free(cum);
-	free(nb);
 	return 0;
 }
 
