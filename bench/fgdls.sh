@@ -16,8 +16,10 @@ ITERS=${3:-20}
 shift $(( $# < 3 ? $# : 3 ))
 BIN=$BUILD/examples/spmv_gaussian
 [ -x "$BIN" ] || { echo "bench/fgdls.sh: $BIN not built (ninja -C $BUILD)" >&2; exit 1; }
+# automatic NUMA balancing would move pages behind the program's back: off, as the guest tests have it
 run() {
-    "$SRC/tests/vm/run-guests" --build "$BUILD" --only 4n-slit --exec "$BIN --size $N --iterations $ITERS $*"
+    "$SRC/tests/vm/run-guests" --build "$BUILD" --only 4n-slit --exec \
+        "bash -c 'echo 0 > /proc/sys/kernel/numa_balancing; $BIN --size $N --iterations $ITERS $*'"
 }
 echo "== cost = measured time (the paper's FGDLS)"
 run "$@"
