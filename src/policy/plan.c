@@ -855,3 +855,78 @@ out_free:
 	nk_plan_free(pl);
 	return rc;
 }
+
+int nk__plan_from_runs(const nk_machine *m, void *addr, size_t len, const struct nk__plan_run *runs, size_t nruns,
+		       nk_plan **out, nk_error *err)
+{
+	struct nk_plan *pl;
+	struct nk_region r = { 0 };
+	struct ctx c = { m, NULL, &r, "runs", err };
+	int *cache = NULL, rc;
+	size_t at = 0;
+
+	if (!m || !out || (nruns && !runs))
+		return nk__error(err, NK_EINVAL, "nk__plan_from_runs: NULL argument");
+	r.addr = addr;
+	r.len = len;
+	pl = calloc(1, sizeof *pl);
+	if (!pl)
+		return nk__error(err, NK_ENOMEM, "policy runs: out of memory");
+	pl->kind = NK_POLICY_BLOCK;
+	pl->split = NK_SPLIT_PAGES;
+	pl->hint_mode = -1;
+	if ((rc = set_region(&c, pl)))
+		goto out_free;
+	for (size_t k = 0; k < nruns; k++) {
+		if (runs[k].first != at || !runs[k].npages || runs[k].npages > pl->npages - at) {
+			rc = nk__error(err, NK_EINVAL, "policy runs: run %zu (pages %zu+%zu) does not continue at page %zu "
+				       "of %zu", k, runs[k].first, runs[k].npages, at, pl->npages);
+			goto out_free;
+		}
+		at += runs[k].npages;
+	}
+	if (at != pl->npages) {
+		rc = nk__error(err, NK_EINVAL, "policy runs: the runs cover %zu of the region's %zu pages", at,
+			       pl->npages);
+		goto out_free;
+	}
+	cache = malloc((size_t)m->nnodes * sizeof *cache);
+	pl->runs = malloc(nruns * sizeof *pl->runs);
+	pl->nodes = malloc(nruns * sizeof *pl->nodes);
+	pl->sorted = malloc(nruns * sizeof *pl->sorted);
+	if (!cache || !pl->runs || !pl->nodes || !pl->sorted) {
+		rc = nk__error(err, NK_ENOMEM, "policy runs: out of memory");
+		goto out_free;
+	}
+	for (int i = 0; i < m->nnodes; i++)
+		cache[i] = INT_MIN;
+	for (size_t k = 0; k < nruns; k++) {
+		size_t j = 0;
+		int node = thread_target(&c, runs[k].node, cache);
+		if (node < 0) {
+			rc = node;
+			goto out_free;
+		}
+		add_run(pl, runs[k].first, runs[k].npages, node);
+		while (j < pl->nnodes && pl->nodes[j] != node) /* the node set: first appearance order */
+			j++;
+		if (j == pl->nnodes)
+			pl->nodes[pl->nnodes++] = node;
+	}
+	memcpy(pl->sorted, pl->nodes, pl->nnodes * sizeof *pl->nodes);
+	qsort(pl->sorted, pl->nnodes, sizeof *pl->sorted, cmp_int);
+	if (pl->nnodes == 1) {
+		pl->hint_mode = NK__MPOL_BIND;
+		pl->hint_node = pl->nodes[0];
+		pl->hint_nodes = &pl->hint_node;
+		pl->hint_n = 1;
+	}
+	free(cache);
+	*out = pl;
+	return 0;
+
+out_free:
+	free(cache);
+	nk_plan_free(pl);
+	return rc;
+}

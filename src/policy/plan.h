@@ -89,4 +89,20 @@ int nk__plan_runs(const struct nk_plan *pl, size_t *count, const struct nk__plan
  */
 int nk__plan_kernel_hint(const struct nk_plan *pl, int *mode, const int **nodes, size_t *n);
 
+/**
+ * A plan given directly as runs (the FGDLS migration: slices of pages ->
+ * their threads' nodes).  @p runs must cover the pages of [addr, addr + len)
+ * on @p m's page size in order: runs[0].first == 0, each run starting where
+ * the previous one ends, npages > 0, the last ending at the region's page
+ * count.  Adjacent runs on one node are merged.  A run's node without memory
+ * or not allowed to the process is replaced by its nearest usable node, as
+ * for block's thread nodes.  The plan is of kind NK_POLICY_BLOCK (one
+ * contiguous block per run) and carries a BIND kernel hint when everything
+ * lands on one node.
+ * Errors: NK_EINVAL (NULL, len 0, runs that do not tile the region),
+ * NK_ENODEV (a node the machine lacks), NK_EPERM (no usable node), NK_ENOMEM.
+ */
+int nk__plan_from_runs(const nk_machine *m, void *addr, size_t len, const struct nk__plan_run *runs, size_t nruns,
+		       nk_plan **out, nk_error *err);
+
 #endif
