@@ -97,7 +97,7 @@ fi
 
 # ThreadSanitizer for the threaded code: arrays from many threads, concurrent
 # nk_apply, next-touch faults from many threads, the multi-threaded bench.
-TSAN_TESTS="array_threads memory next_touch bench"
+TSAN_TESTS="array_threads memory next_touch bench fgdls"
 if skipped_step tsan; then
     record tsan skip 0 0 1 0
 else
