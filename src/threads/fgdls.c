@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "machine/machine_impl.h"
-#include "os/os.h"
 #include "policy/plan.h"
 #include "threads/fgdls.h"
 #include "util/list.h"
@@ -121,17 +120,6 @@ int nk_fgdls_slice(const nk_fgdls *f, int tid, nk_range *out)
 	return 0;
 }
 
-/* The node of the calling thread on f->m through getcpu (the OS layer, not
- * nk_thread_where, so this module stands alone); -1 when unknown. */
-static int caller_node(const nk_machine *m)
-{
-	int cpu = -1, k;
-	if (nk__os_getcpu(&cpu, NULL))
-		return -1;
-	k = nk__cpu_idx(m, cpu);
-	return k < 0 ? -1 : m->cpus[k].node;
-}
-
 int nk_fgdls_record(nk_fgdls *f, int tid, double cost)
 {
 	struct slot *s;
@@ -140,8 +128,9 @@ int nk_fgdls_record(nk_fgdls *f, int tid, double cost)
 		return NK_EINVAL;
 	s = &f->slots[tid];
 	if (!s->fixed) {
-		int node = caller_node(f->m);
-		if (node >= 0) /* an unknown cpu keeps what an earlier record found */
+		int node = -1;
+		/* an unknown cpu keeps what an earlier record found */
+		if (nk_thread_where(f->m, NULL, &node) == 0 && node >= 0)
 			s->node = node;
 	}
 	s->cost = cost;
