@@ -446,16 +446,35 @@ static void mode_fallback(void)
 	int rc = nk_apply(M, pl, r.p, NK_APPLY_STRICT, &res, &e);
 	CHECK(rc == NK_ENOMEM, "strict, untouched: %d", rc);
 	printf("  strict, untouched: %s\n", rc ? e.message : "accepted");
-	size_t *before = calloc((size_t)nk_machine_num_nodes(M) + 1, sizeof *before);
 	size_t *after = calloc((size_t)nk_machine_num_nodes(M) + 1, sizeof *after);
 	fill_random(r.p, len);
 	uint64_t sum = checksum(r.p, len);
-	nk_where(M, r.p, len, NULL, before);
+	/* Compare page by page, not the per-node totals: on this nearly full node
+	 * kcompactd migrates pages within the node at any time, and a page caught
+	 * in migration reads as "not present" (-ENOENT) for a moment.  That once
+	 * made the totals differ by a page (CI, stop 9) although nothing crossed
+	 * a node.  What a refused strict call must never do is put a page on
+	 * another node; a transient unknown state on either side is tolerated. */
+	int *pbefore = malloc(np * sizeof *pbefore), *pafter = malloc(np * sizeof *pafter);
+	if (!pbefore || !pafter)
+		die("out of memory");
+	raw_where(r.p, np, pbefore);
 	rc = nk_apply(M, pl, r.p, NK_APPLY_STRICT, &res, &e);
 	CHECK(rc == NK_ENOMEM, "strict, touched: %d", rc);
-	nk_where(M, r.p, len, NULL, after);
-	CHECK(!memcmp(before, after, ((size_t)nk_machine_num_nodes(M) + 1) * sizeof *before),
-	      "strict: pages moved although the call failed");
+	raw_where(r.p, np, pafter);
+	size_t crossed = 0, transient = 0, first_crossed = np;
+	for (size_t i = 0; i < np; i++) {
+		if (pbefore[i] < 0 || pafter[i] < 0)
+			transient += pbefore[i] != pafter[i];
+		else if (pbefore[i] != pafter[i] && crossed++ == 0)
+			first_crossed = i;
+	}
+	CHECK(crossed == 0, "strict: %zu pages moved although the call failed (first: page %zu, node %d -> %d)",
+	      crossed, first_crossed, first_crossed < np ? pbefore[first_crossed] : -1,
+	      first_crossed < np ? pafter[first_crossed] : -1);
+	CHECK(transient < np / 100 + 16, "strict: %zu pages changed state during the refused call", transient);
+	free(pbefore);
+	free(pafter);
 	CHECK(res.pages_moved == 0, "strict: moved %zu", res.pages_moved);
 	printf("  strict, touched: %s; nothing moved\n", rc ? e.message : "accepted");
 
@@ -490,7 +509,6 @@ static void mode_fallback(void)
 	       "%zu untouched, %zu syscalls\n",
 	       res.pages, res.pages_in_place, res.pages_moved, target, res.pages_fallback, res.fallback_node,
 	       res.pages_failed, res.pages_untouched, res.syscalls);
-	free(before);
 	free(after);
 	nk_plan_free(pl);
 	region_free(&r);
