@@ -1408,6 +1408,42 @@ NK_API int nk_fgdls_attach_offsets(nk_fgdls *f, void *base, size_t elem_size, co
  */
 NK_API int nk_fgdls_migrate(nk_fgdls *f, unsigned flags, nk_apply_result *res, nk_error *err);
 
+/* ====================================================================
+ * Profiling hooks (issue 6; docs/profile.md, numakit-profile(1))
+ *
+ * A program run under `numakit profile` can bracket what is measured and
+ * name what it does.  Outside the profiler every function here does
+ * nothing and returns 0, so the calls can stay in production code.  They
+ * are thread-safe and cheap (one indirect call when profiled).
+ * ==================================================================== */
+
+/** 1 when the calling process is being profiled by `numakit profile`, else 0. */
+NK_API int nk_profile_active(void);
+
+/**
+ * Begin phase @p name (at most 63 bytes are kept); the previous phase ends.
+ * Samples carry the phase current in the process, and `numakit report`
+ * (and `numakit advise`) show and use phases separately.
+ * Errors: NK_EINVAL (NULL or empty name), NK_ERANGE (more than 65535 phases).
+ */
+NK_API int nk_profile_phase(const char *name);
+
+/**
+ * Region of interest, like Memphis' memphis_mark: with `numakit profile
+ * --roi`, nothing is sampled until nk_profile_start() and after
+ * nk_profile_stop(); they may alternate any number of times.  Without
+ * --roi, sampling runs from start to exit and these only record marks.
+ */
+NK_API int nk_profile_start(void);
+NK_API int nk_profile_stop(void);
+
+/**
+ * Give [addr, addr+len) a name for reports (e.g. "A" for a heap array that
+ * would otherwise be known by its allocation site).  NUMA arrays are named
+ * by numakit itself.  Errors: NK_EINVAL.
+ */
+NK_API int nk_profile_name(const void *addr, size_t len, const char *name);
+
 /* --- OpenMP conveniences (header-only; compiled only with -fopenmp) ---
  * Call from inside a parallel region, by every thread of the team.  They
  * only combine omp_get_thread_num()/omp_get_num_threads() with the

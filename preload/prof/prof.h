@@ -1,0 +1,132 @@
+/*
+ * libnumakit_prof.so: the profiler runtime that `numakit profile` preloads
+ * into the program (and that programs built for the `trace` sampler link).
+ * Internal contract between its files:
+ *
+ *   runtime.c   environment, global state, the part file (src/profile/nkp.h),
+ *               the sample ring and its flusher thread, threads
+ *               (pthread_create wrapper), fork/exec, exit and fatal signals,
+ *               the signal interposers (sigaction/signal) and the SIGSEGV
+ *               dispatcher, the public nk_profile_* hooks.
+ *   alloc.c     malloc family / mmap / munmap / mremap interposers,
+ *               allocation sites (call stacks), the tracked-range registry,
+ *               static segments of loaded objects.
+ *   io.c        wrappers of calls through which the kernel reads or writes
+ *               user memory (read, pread, readv, recv*, fread, fgets,
+ *               write, pwrite, writev, send*, fwrite, ...): they call
+ *               nkp_pf_prepare_io() on the buffer first.
+ *   pagefault.c the `pagefault` sampler: revokes access to random tracked
+ *               pages from its own thread, turns the faults into samples.
+ *   trace.c     the `trace` sampler: -fsanitize-coverage=trace-loads,
+ *               trace-stores callbacks.
+ *   (the `hw` sampler runs in `numakit profile` itself, through
+ *    perf_event_open on the child; the runtime then only records
+ *    allocations, threads and maps.)
+ *
+ * Environment (set by `numakit profile`; without NK_PROF_DIR the runtime
+ * stays inactive and every interposer just forwards):
+ *   NK_PROF_DIR       folder for part files: <dir>/<pid>.part
+ *   NK_PROF_SAMPLER   pagefault | trace | none (hw: none here)
+ *   NK_PROF_RATE      pagefault: target samples per second per process
+ *                     (default 1000); trace: record one access in RATE
+ *                     (default 1 = every access)
+ *   NK_PROF_MIN_SIZE  allocations smaller than this are not tracked
+ *                     (bytes, default 65536)
+ *   NK_PROF_ROI       1: start paused until nk_profile_start()
+ *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi);
+ *                     beyond it samples are counted as dropped
+ *   NK_PROF_SEED      seed of the sampler's random choices (default from time)
+ *
+ * Everything reached from a signal handler is marked AS-safe.
+ */
+#ifndef NK_PRELOAD_PROF_H
+#define NK_PRELOAD_PROF_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/nkp.h"
+
+#define NKP_API __attribute__((visibility("default")))
+
+/* ---- runtime.c ---- */
+struct nkp_state {
+	int active;        /* NK_PROF_DIR was set and the part file is open */
+	int sampler;       /* enum nk__nkp_sampler, 0 = none */
+	double rate;
+	uint64_t min_size;
+	uint64_t budget;
+	uint64_t seed;
+	int page_size;
+	int ncpus;         /* size of cpu_node */
+	int16_t *cpu_node; /* cpu -> node, -1 unknown */
+	_Atomic int sampling;   /* 0 while paused (ROI) */
+	_Atomic uint16_t phase; /* current phase id */
+};
+extern struct nkp_state nkp;
+
+/** CLOCK_MONOTONIC ns since the part began.  AS-safe. */
+uint64_t nkp_now(void);
+/** Kernel tid of the caller (cached per thread).  AS-safe. */
+uint32_t nkp_tid(void);
+/** Node of @p cpu, -1 unknown.  AS-safe. */
+int nkp_cpu_node(int cpu);
+/** Queue one sample (fills time/phase/sampler if 0); dropped and counted when the ring is full or the budget spent.  AS-safe, lock-free. */
+void nkp_emit(const struct nk__nkp_sample *s);
+/** Append one record to the part file (serialised by a lock; not AS-safe). */
+int nkp_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
+/** Re-entrancy guard of the interposers: nonzero while the runtime itself is inside malloc & co. */
+int nkp_busy(void);
+void nkp_enter(void);
+void nkp_leave(void);
+
+/* Hooks libnumakit's nk_profile_* functions find with dlsym(RTLD_DEFAULT)
+ * (src/profile/hooks.c); exported by runtime.c.  Same contracts as the
+ * public functions. */
+NKP_API int nkp_hook_active(void);
+NKP_API int nkp_hook_phase(const char *name);
+NKP_API int nkp_hook_start(void);
+NKP_API int nkp_hook_stop(void);
+NKP_API int nkp_hook_name(const void *addr, size_t len, const char *name);
+/* numakit's own allocators (nk_array...) report their blocks here, also via dlsym. */
+NKP_API void nkp_hook_alloc(const void *addr, size_t len, const char *name);
+NKP_API void nkp_hook_free(const void *addr, size_t len);
+/* nk_apply / next-touch tell the runtime that pages of [addr, addr+len) may have moved. */
+NKP_API void nkp_hook_moved(const void *addr, size_t len);
+
+/* ---- alloc.c ---- */
+/** Interposers' state after the runtime started (statics registered, sites primed). */
+void nkp_alloc_start(void);
+/**
+ * Pick a random tracked page, weighted by size: its address in *page.
+ * Returns 0, or -1 when nothing is tracked.  Not AS-safe (sampler thread).
+ */
+int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page);
+/**
+ * Pick up to @p max random runs of @p run pages inside tracked ranges; returns how many.
+ * Not AS-safe (sampler thread).
+ */
+size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max);
+/** 1 when [page, page + page_size) lies inside a tracked range.  AS-safe (lock-free reads). */
+int nkp_tracked_contains(uintptr_t page);
+
+/* ---- pagefault.c ---- */
+void nkp_pf_start(void);
+void nkp_pf_stop(void);
+/** SIGSEGV from the dispatcher: 1 when it was a fault on a page we revoked (handled), else 0.  AS-safe. */
+int nkp_pf_fault(int sig, siginfo_t *info, void *uctx);
+/** Before [addr, addr+len) is freed, unmapped or remapped: give back access and forget our pages there. */
+void nkp_pf_forget(uintptr_t addr, size_t len);
+/** Before the kernel reads or writes [addr, addr+len) for the program: give back access there.  AS-safe. */
+void nkp_pf_prepare_io(const void *addr, size_t len);
+/** A new tracked block (allocation, static segment): arm some of its pages to catch their first touch. */
+void nkp_pf_new_block(uintptr_t addr, size_t len);
+/** In the child after fork: the sampler thread did not survive; start again. */
+void nkp_pf_after_fork(void);
+
+/* ---- trace.c ---- */
+void nkp_trace_start(void);
+void nkp_trace_stop(void);
+
+#endif
