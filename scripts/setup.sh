@@ -15,6 +15,8 @@ PACKAGES=(
   linux-image-amd64 linux-image-6.12-amd64                          # guest kernels 6.1 and 6.12
   python3 python3-pip                                               # guest runner and tests; pip for virtme-ng
   g++ gfortran libomp-14-dev                                        # C++ and Fortran use of the header; LLVM OpenMP runtime
+  libdw-dev libelf-dev                                              # profiler: ELF symbols, DWARF, source lines (elfutils)
+  chromium                                                          # profiler: renders the HTML report headless in tests
 )
 
 say() { echo "setup: $*"; }
