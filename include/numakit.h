@@ -1444,6 +1444,95 @@ NK_API int nk_profile_stop(void);
  */
 NK_API int nk_profile_name(const void *addr, size_t len, const char *name);
 
+/* ====================================================================
+ * The profiler (issue 6): run a program under a sampler, load the profile,
+ * report which variables cause remote accesses.  docs/profile.md.
+ * ==================================================================== */
+
+/** Samplers of nk_profile_run(). */
+enum nk_sampler {
+	NK_SAMPLER_AUTO = 0,      /**< hw when the machine has precise memory sampling, else pagefault */
+	NK_SAMPLER_HW = 1,        /**< perf_event_open: Intel PEBS load latency / stores, AMD IBS op */
+	NK_SAMPLER_PAGEFAULT = 2, /**< software: access revoked on random pages, faults are samples */
+	NK_SAMPLER_TRACE = 3,     /**< every access of a program built with `numakit cc` (ground truth) */
+};
+
+/** What nk_profile_run() reports while the program runs (about twice a second). */
+typedef struct nk_profile_progress {
+	double elapsed_s;    /**< since the program started */
+	unsigned long long samples; /**< samples taken so far (hw: read so far), over all processes */
+	int child_pid;       /**< the program's pid (for forwarding signals) */
+	int sampler;         /**< the sampler in use (enum nk_sampler, never AUTO) */
+} nk_profile_progress;
+
+typedef struct nk_profile_opts {
+	int sampler;             /**< enum nk_sampler */
+	double rate;             /**< pagefault: samples/s per process; hw: one sample per RATE events; trace: one access in RATE; 0 = default */
+	size_t min_size;         /**< allocations smaller than this are not tracked (0 = 64 KiB) */
+	int roi;                 /**< 1: sample only between nk_profile_start() and nk_profile_stop() */
+	const char *output;      /**< the profile to write (required) */
+	const char *runtime;     /**< path of libnumakit_prof.so; NULL: next to libnumakit, then the build tree */
+	char *const *envp;       /**< the program's environment; NULL: this process's */
+	unsigned long long seed; /**< sampler randomness; 0: from the clock */
+	void (*progress)(void *arg, const nk_profile_progress *p); /**< may be NULL */
+	void *progress_arg;
+} nk_profile_opts;
+
+typedef struct nk_profile_run_result {
+	int exit_status;     /**< the program's exit status, or -1 when killed by a signal */
+	int term_signal;     /**< the signal that killed it, 0 if none */
+	int sampler;         /**< the sampler used (enum nk_sampler) */
+	char fallback[256];  /**< why the hw sampler was not used ("" when it was, or was not asked for) */
+	unsigned long long samples;
+	int processes;       /**< processes profiled (the program and its children) */
+	char warnings[512];  /**< e.g. a child killed before closing its part; "" when none */
+} nk_profile_run_result;
+
+/**
+ * Run @p argv (argv[0] looked up in PATH) under the profiler and write the
+ * profile to @p o->output, also when the program fails or is killed.  Blocks
+ * until the program and its children have exited.  @p m (may be NULL: the
+ * live machine) is stored in the profile.  Returns 0 when the profile was
+ * written, whatever the program's exit status (see @p res).
+ * Errors: NK_EINVAL (no output, empty argv, bad option), NK_ENOENT (program
+ * or runtime library not found: the message names it), NK_ENOSYS (sampler
+ * hw asked for explicitly and unavailable: the message says why), NK_EIO
+ * (cannot write the profile), NK_ENOMEM.
+ */
+NK_API int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const argv[],
+			  nk_profile_run_result *res, nk_error *err);
+
+/** A loaded, attributed and analysed profile. */
+typedef struct nk_profile nk_profile;
+
+/**
+ * Load a profile written by nk_profile_run, symbolise it (the program's ELF
+ * files must still be where they were; missing ones are warned about in the
+ * report) and analyse it.  Errors: NK_ENOENT, NK_EIO, NK_EPARSE (corrupt or
+ * truncated: the message names the offset and record), NK_EVERSION, NK_ENOMEM.
+ */
+NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
+NK_API void nk_profile_free(nk_profile *p);
+
+/** Report formats of nk_profile_report(). */
+enum nk_report_format { NK_REPORT_TEXT = 0, NK_REPORT_JSON = 1, NK_REPORT_HTML = 2 };
+
+/**
+ * The report of @p p in @p format as one malloc'ed NUL-terminated string in
+ * *out (free() it): per node, variables by remote samples with their top
+ * source lines; page classes; thread x node and thread x thread (sharing)
+ * matrices; a diagnosis and a suggested policy per variable.  HTML is one
+ * self-contained file.  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err);
+
+/**
+ * The thread x thread sharing matrix of @p p as the text format of
+ * nk_sharing_parse() (docs/formats.md), for `numakit run --pin sharing:FILE`.
+ * Errors: NK_EINVAL, NK_ENODATA (fewer than two threads sampled), NK_ENOMEM.
+ */
+NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
+
 /* --- OpenMP conveniences (header-only; compiled only with -fopenmp) ---
  * Call from inside a parallel region, by every thread of the team.  They
  * only combine omp_get_thread_num()/omp_get_num_threads() with the
