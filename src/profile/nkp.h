@@ -284,7 +284,8 @@ void nk__nkp_free(struct nk__nkp_profile *p);
  * any order) into one merged profile at @p out_path (written atomically),
  * with @p run_json as RUN and @p machine_json as MACHINE (may be NULL), and
  * @p extra samples per pid (hw samples read by `numakit profile`, may be
- * NULL/0) appended to the matching process.  A part that ends without END
+ * NULL/0; their time_ns is absolute CLOCK_MONOTONIC and is rebased on the
+ * process's start_ns) appended to the matching process.  A part that ends without END
  * gets one synthesised ("complete": false, "how": "killed"); a part that is
  * corrupt in its middle is cut at the last whole record, and the cut is
  * reported in *warn (malloc'ed text, NULL when none).  Parts sorted by
