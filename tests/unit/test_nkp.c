@@ -928,6 +928,74 @@ static void test_merge_extra(void **state)
 	free(p1), free(p2), free(b1), free(b2), free(ex), free(pid);
 }
 
+/* ------------------------------------------------------------ fuzz seeds */
+
+/* The seeds of fuzz/corpus/profile: a profile, optionally "\n--PART--\n" and a part (fuzz/fuzz_profile.c). */
+static unsigned char *seed(int i, size_t *len)
+{
+	static const char sep[] = "\n--PART--\n";
+	struct fb f;
+	size_t hl, pl;
+	unsigned char *h, *part, *b;
+
+	if (i == 0)
+		return valid_file(len);
+	fb_init(&f);
+	fb_json(&f, NK__NKP_RUN, "{\"numakit\": \"0.1.0\"}");
+	fb_trailer(&f);
+	h = fb_done(&f, &hl);
+	if (i == 1) {
+		*len = hl;
+		return h;
+	}
+	part = part_bytes(300, 100, i == 2, i == 3, &pl);
+	if (i == 2)
+		pl -= 30; /* cut in its last record */
+	*len = hl + sizeof sep - 1 + pl;
+	b = malloc(*len);
+	memcpy(b, h, hl);
+	memcpy(b + hl, sep, sizeof sep - 1);
+	memcpy(b + hl + sizeof sep - 1, part, pl);
+	free(h);
+	free(part);
+	return b;
+}
+static const char *const seed_names[] = { "two-processes", "minimal", "merge-cut-part", "merge-whole-part" };
+#define N_SEEDS (sizeof seed_names / sizeof *seed_names)
+
+static void write_seeds(const char *dir)
+{
+	for (size_t i = 0; i < N_SEEDS; i++) {
+		char path[512];
+		size_t len;
+		unsigned char *b = seed((int)i, &len);
+		snprintf(path, sizeof path, "%s/%s", dir, seed_names[i]);
+		FILE *fp = fopen(path, "wb");
+		if (!fp || fwrite(b, 1, len, fp) != len || fclose(fp))
+			fprintf(stderr, "cannot write %s\n", path);
+		free(b);
+	}
+}
+
+/* The committed seeds are what the generator writes now (regenerate with test_nkp --write-seeds DIR). */
+static void test_seeds(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_SEEDS; i++) {
+		char path[512];
+		size_t len;
+		unsigned char *b = seed((int)i, &len);
+		snprintf(path, sizeof path, "%s/../fuzz/corpus/profile/%s", NK_TEST_SRC, seed_names[i]);
+		char *c = nk_test_slurp(path);
+		if (memcmp(b, c, len) || c[len])
+			fail_msg("%s differs from what test_nkp generates: run test_nkp --write-seeds fuzz/corpus/profile",
+				 path);
+		assert_true(len < 4096);
+		free(c);
+		free(b);
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -942,14 +1010,19 @@ static int teardown(void **state)
 	return rmdir(tmpdir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--write-seeds")) {
+		write_seeds(argv[2]);
+		return 0;
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_header_errors),
 		cmocka_unit_test(test_record_errors), cmocka_unit_test(test_body_errors),
 		cmocka_unit_test(test_order_errors), cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_load),	     cmocka_unit_test(test_merge_normal),
 		cmocka_unit_test(test_merge_cut),    cmocka_unit_test(test_merge_extra),
+		cmocka_unit_test(test_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
