@@ -277,6 +277,8 @@ struct out {
 
 static int put(struct out *o, const void *p, size_t len)
 {
+	if (!len)
+		return 0;
 	if (len > NK__NKP_MAX_FILE - o->n)
 		return NK_EIO; /* readers would refuse it */
 	if (o->n + len > o->cap) {
@@ -485,7 +487,8 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 			c->phase_bits[ph.id / 64] &= ~((uint64_t)1 << (ph.id % 64));
 		}
 	}
-	memset(c->sites.v, 0, c->sites.cap * sizeof *c->sites.v);
+	if (c->sites.cap)
+		memset(c->sites.v, 0, c->sites.cap * sizeof *c->sites.v);
 	c->sites.n = 0;
 	return rc;
 }

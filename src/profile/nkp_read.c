@@ -355,7 +355,7 @@ static int close_section(struct rd *r, uint64_t end_off)
 	}
 	for (size_t i = 0; i < pd->n_allocs; i++) {
 		uint32_t site = pd->allocs[i].site;
-		if (site && !bsearch(&site, pd->sites, pd->n_sites, sizeof *pd->sites, cmp_site))
+		if (site && (!pd->n_sites || !bsearch(&site, pd->sites, pd->n_sites, sizeof *pd->sites, cmp_site)))
 			return fail(r, NK_EPARSE, r->alloc_off[i], NK__NKP_ALLOC,
 				    "site %" PRIu32 " is not declared by a SITE record of process %" PRIu32, site,
 				    pd->info.pid);
