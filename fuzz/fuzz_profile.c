@@ -53,17 +53,28 @@ static void check_profile(const uint8_t *data, size_t size)
 	nk__nkp_free(p);
 }
 
+static char dir[64];
+
+static void cleanup(void)
+{
+	rmdir(dir);
+}
+
 static void check_merge(const uint8_t *part, size_t size)
 {
-	static char dir[64];
 	char in[96], out[96];
 	char *warn = NULL;
 	nk_error err = { 0, "" };
 
 	if (!dir[0]) {
-		strcpy(dir, "/tmp/nk-fuzz-profile-XXXXXX");
-		if (!mkdtemp(dir))
-			abort();
+		/* tmpfs when there is one: the merger fsyncs what it writes */
+		strcpy(dir, "/dev/shm/nk-fuzz-profile-XXXXXX");
+		if (!mkdtemp(dir)) {
+			strcpy(dir, "/tmp/nk-fuzz-profile-XXXXXX");
+			if (!mkdtemp(dir))
+				abort();
+		}
+		atexit(cleanup);
 	}
 	snprintf(in, sizeof in, "%s/1.part", dir);
 	snprintf(out, sizeof out, "%s/run.nkp", dir);

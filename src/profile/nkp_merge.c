@@ -39,6 +39,7 @@ struct part {
 	size_t machine_off, machine_len; /* its first MACHINE, 0 0 when none */
 	size_t ex_lo, ex_hi;             /* its extra samples: order[ex_lo..ex_hi) */
 	uint64_t samples;                /* samples in the kept records */
+	size_t max_rec;                  /* samples in its largest kept SAMPLES record */
 };
 
 struct text {
@@ -247,8 +248,12 @@ static int scan(struct part *pt, struct text *warn)
 			    pt->info.pid, pos, pt->len - pos, why);
 			break;
 		}
-		if (base == NK__NKP_SAMPLES)
-			pt->samples += h.length / sizeof(struct nk__nkp_sample);
+		if (base == NK__NKP_SAMPLES) {
+			size_t k = (size_t)h.length / sizeof(struct nk__nkp_sample);
+			pt->samples += k;
+			if (k > pt->max_rec)
+				pt->max_rec = k;
+		}
 		if (base == NK__NKP_MACHINE && !pt->machine_len)
 			pt->machine_off = pos + sizeof h, pt->machine_len = (size_t)h.length;
 		if (base == NK__NKP_END) {
@@ -487,9 +492,8 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 			c->phase_bits[ph.id / 64] &= ~((uint64_t)1 << (ph.id % 64));
 		}
 	}
-	if (c->sites.cap)
-		memset(c->sites.v, 0, c->sites.cap * sizeof *c->sites.v);
-	c->sites.n = 0;
+	free(c->sites.v); /* not cleared in place: one big part must not make every later one pay for it */
+	c->sites = (struct idset){ 0 };
 	return rc;
 }
 
@@ -636,8 +640,7 @@ int nk__nkp_merge(const char *const *parts, size_t n_parts, const char *run_json
 	pts = calloc(n_parts ? n_parts : 1, sizeof *pts);
 	byp = calloc(n_parts ? n_parts : 1, sizeof *byp);
 	c.phase_bits = calloc(65536 / 64, sizeof *c.phase_bits);
-	c.chunk = malloc(NK__NKP_SAMPLES_PER_RECORD * sizeof *c.chunk);
-	if (!pts || !byp || !c.phase_bits || !c.chunk)
+	if (!pts || !byp || !c.phase_bits)
 		goto oom;
 
 	for (size_t i = 0; i < n_parts; i++) {
@@ -674,6 +677,18 @@ int nk__nkp_merge(const char *const *parts, size_t n_parts, const char *run_json
 		goto oom;
 	c.extra = extra;
 	c.order = order;
+	/* the sample buffer: as large as one output record can be, and no larger */
+	size_t chunk = 1;
+	for (size_t i = 0; i < np; i++) {
+		size_t need = byp[i]->max_rec > byp[i]->ex_hi - byp[i]->ex_lo ? byp[i]->max_rec
+									      : byp[i]->ex_hi - byp[i]->ex_lo;
+		if (need > chunk)
+			chunk = need;
+	}
+	if (chunk > NK__NKP_SAMPLES_PER_RECORD)
+		chunk = NK__NKP_SAMPLES_PER_RECORD;
+	if (!(c.chunk = malloc(chunk * sizeof *c.chunk)))
+		goto oom;
 	qsort(byp, np, sizeof *byp, cmp_start);
 	uint64_t total = 0;
 	for (size_t i = 0; i < np; i++)
