@@ -84,7 +84,8 @@ static void check_merge(const uint8_t *part, size_t size)
 	const char *parts[] = { in };
 	struct nk__nkp_sample extra[2] = {
 		{ .time_ns = 5, .weight = 1, .cpu = -1, .cpu_node = -1, .page_node = -1, .sampler = NK__SAMPLER_HW },
-		{ .time_ns = 1u << 30, .weight = 1, .cpu = 0, .cpu_node = 0, .page_node = 0, .sampler = NK__SAMPLER_HW },
+		{ .time_ns = 1u << 30, .weight = 1, .cpu = 0, .cpu_node = 0, .page_node = 0,
+		  .sampler = NK__SAMPLER_HW },
 	};
 	uint32_t pids[2];
 	memcpy(&pids[0], part + (size > 20 ? 16 + 16 : 0), size > 36 ? 4 : 0); /* PROCESS pid, when there */

@@ -219,8 +219,8 @@ static int scan(struct part *pt, struct text *warn)
 			snprintf(why, sizeof why, "unknown record type %" PRIu32, h.type);
 			bad = 1;
 		}
-		if (!bad && tn &&
-		    (base == NK__NKP_RUN || base == NK__NKP_PROCESS || base == NK__NKP_META || base == NK__NKP_TRAILER)) {
+		if (!bad && tn && (base == NK__NKP_RUN || base == NK__NKP_PROCESS || base == NK__NKP_META ||
+				   base == NK__NKP_TRAILER)) {
 			snprintf(why, sizeof why, "%s record in a part", tn);
 			bad = 1;
 		}
@@ -260,8 +260,8 @@ static int scan(struct part *pt, struct text *warn)
 			pt->end_off = pos;
 			pos += sizeof h + (size_t)h.length;
 			if (pos < pt->len)
-				say(warn, "%s: process %" PRIu32 ": %zu bytes after END ignored", pt->path, pt->info.pid,
-				    pt->len - pos);
+				say(warn, "%s: process %" PRIu32 ": %zu bytes after END ignored", pt->path,
+				    pt->info.pid, pt->len - pos);
 			break;
 		}
 		pos += sizeof h + (size_t)h.length;

@@ -206,7 +206,7 @@ struct srec {
 	size_t first;   /* index of its first sample in the process's samples */
 };
 
-enum { ST_RUN, ST_TOP, ST_META, ST_SECTION, ST_AFTER_END };
+enum { ST_RUN, ST_TOP, ST_META, ST_SECTION, ST_AFTER_END, ST_DONE };
 
 struct rd {
 	const unsigned char *d;
@@ -570,7 +570,8 @@ static int parse(struct rd *r)
 		return nk__error(r->err, NK_EPARSE, "%s: file header size %" PRIu32 ", less than %zu", r->name,
 				 fh.header_size, sizeof fh);
 	if (fh.header_size > len)
-		return nk__error(r->err, NK_EPARSE, "%s: truncated: file header size %" PRIu32 ", the file has %zu bytes",
+		return nk__error(r->err, NK_EPARSE,
+				 "%s: truncated: file header size %" PRIu32 ", the file has %zu bytes",
 				 r->name, fh.header_size, len);
 	r->p->version = fh.version;
 
@@ -578,11 +579,11 @@ static int parse(struct rd *r)
 		struct nk__nkp_record_header h;
 		uint64_t off = pos;
 
-		if (r->state == ST_AFTER_END + 1)
+		if (r->state == ST_DONE)
 			return fail(r, NK_EPARSE, off, 0, "data after TRAILER (%zu bytes)", len - pos);
 		if (len - pos < sizeof h)
-			return fail(r, NK_EPARSE, off, 0, "truncated: %zu bytes left, a record header has %zu", len - pos,
-				    sizeof h);
+			return fail(r, NK_EPARSE, off, 0, "truncated: %zu bytes left, a record header has %zu",
+				    len - pos, sizeof h);
 		memcpy(&h, d + pos, sizeof h);
 		pos += sizeof h;
 		uint32_t base = h.type & ~NK__NKP_OPTIONAL;
@@ -611,11 +612,11 @@ static int parse(struct rd *r)
 		if (rc)
 			return rc;
 		if (base == NK__NKP_TRAILER)
-			r->state = ST_AFTER_END + 1;
+			r->state = ST_DONE;
 		else
 			r->records++;
 	}
-	if (r->state != ST_AFTER_END + 1)
+	if (r->state != ST_DONE)
 		return fail(r, NK_EPARSE, len, 0, "truncated: the file ends without a TRAILER record");
 	return 0;
 }

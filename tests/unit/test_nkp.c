@@ -988,8 +988,8 @@ static void test_seeds(void **state)
 		snprintf(path, sizeof path, "%s/../fuzz/corpus/profile/%s", NK_TEST_SRC, seed_names[i]);
 		char *c = nk_test_slurp(path);
 		if (memcmp(b, c, len) || c[len])
-			fail_msg("%s differs from what test_nkp generates: run test_nkp --write-seeds fuzz/corpus/profile",
-				 path);
+			fail_msg("%s differs from what test_nkp generates: "
+				 "run test_nkp --write-seeds fuzz/corpus/profile", path);
 		assert_true(len < 4096);
 		free(c);
 		free(b);
