@@ -543,6 +543,37 @@ static void test_order_errors(void **state)
 	expect_err(b, len, NK_EPARSE, "RUN record: JSON does not parse");
 	free(b);
 
+	/* a phase (and a site) declared by one process means nothing in the next */
+	struct nk__nkp_phase ph = { 1, 1, 4, 0 };
+	struct nk__nkp_sample s4 = smp(2, 4);
+	fb_init(&f);
+	fb_json(&f, NK__NKP_RUN, "{}");
+	fb_proc(&f, 1, 0);
+	assert_int_equal(nk__nkp_write2(&f.w, NK__NKP_PHASE, &ph, sizeof ph, "p4", 2), 0);
+	fb_rec(&f, NK__NKP_SAMPLES, &s4, sizeof s4);
+	fb_end(&f);
+	fb_proc(&f, 2, 5);
+	fb_rec(&f, NK__NKP_SAMPLES, &s4, sizeof s4);
+	fb_end(&f);
+	fb_trailer(&f);
+	b = fb_done(&f, &len);
+	expect_err(b, len, NK_EPARSE, "sample 0: phase 4 is not declared by a PHASE record of process 2");
+	free(b);
+
+	/* a known type with the optional bit is read as that type */
+	fb_init(&f);
+	fb_json(&f, NK__NKP_RUN, "{}");
+	fb_proc(&f, 1, 0);
+	fb_rec(&f, NK__NKP_SAMPLES | NK__NKP_OPTIONAL, &s, sizeof s);
+	fb_end(&f);
+	f.samples = 1;
+	fb_trailer(&f);
+	b = fb_done(&f, &len);
+	struct nk__nkp_profile *p = expect_ok(b, len);
+	assert_int_equal(p->n_samples, 1);
+	nk__nkp_free(p);
+	free(b);
+
 	/* TRAILER counts */
 	for (int k = 0; k < 3; k++) {
 		fb_init(&f);
