@@ -153,8 +153,10 @@ int nk__perf_data_src_tlb_miss(uint64_t v);
  * 0x8000001B EAX), then the MSRs as u64 in MSR order starting at
  * IBS_OP_CTL (C001_1033): OP_CTL, OP_RIP, OP_DATA, OP_DATA2, OP_DATA3,
  * DC_LINADDR, DC_PHYSADDR, then BR_TARGET when caps has BRNTRGT and OP_DATA4
- * when caps has OPDATA4, then padding.  Offsets below are byte offsets in the
- * raw data (after the record's u32 size).
+ * when caps has OPDATA4, then 8 bytes of no meaning (the kernel's raw size
+ * counts caps as a u64: 4 + 8 * (1 + registers)).  Offsets below are byte
+ * offsets in the raw data (after the record's u32 size); the u64s are not
+ * 8-aligned there, so they are read with memcpy.
  */
 #define NK__IBS_RAW_CAPS 0
 #define NK__IBS_RAW_REG(i) (4 + 8 * (i))
