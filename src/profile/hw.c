@@ -31,6 +31,7 @@ struct hw_event {
 	uint64_t data_size;
 	struct nk__perf_layout lay;
 	int dead;           /* abandoned after a corrupt record */
+	int borrowed;       /* map belongs to the caller (nk__hw_from_rings) */
 };
 
 struct nk__hw {
@@ -386,7 +387,8 @@ static int open_error(const char *root, int ev, int cpu, int e, nk_error *err)
 
 static void close_event(struct hw_event *e)
 {
-	nk__os_perf_munmap(e->map, e->map_len);
+	if (!e->borrowed)
+		nk__os_perf_munmap(e->map, e->map_len);
 	nk__os_perf_close(e->fd);
 }
 
@@ -416,6 +418,25 @@ static int push_event(struct nk__hw *h, const struct hw_event *e)
 	return 0;
 }
 
+/* Where the data area of a mapping of @p len bytes lies. */
+static void set_ring(struct hw_event *e, void *p, size_t len)
+{
+	const struct perf_event_mmap_page *meta = p;
+	unsigned long page = nk__os_page_size();
+	size_t pages = len / page - 1;
+
+	e->map = p;
+	e->map_len = len;
+	/* data_offset/data_size exist since Linux 4.1; before, the data follows the first page */
+	if (meta->data_size && meta->data_offset <= len && meta->data_size <= len - meta->data_offset) {
+		e->data = (uint8_t *)p + meta->data_offset;
+		e->data_size = meta->data_size;
+	} else {
+		e->data = (uint8_t *)p + page;
+		e->data_size = pages * page;
+	}
+}
+
 static int map_ring(struct hw_event *e, nk_error *err)
 {
 	unsigned long page = nk__os_page_size();
@@ -428,17 +449,7 @@ static int map_ring(struct hw_event *e, nk_error *err)
 
 		rc = nk__os_perf_mmap(e->fd, len, &p);
 		if (!rc) {
-			const struct perf_event_mmap_page *meta = p;
-			e->map = p;
-			e->map_len = len;
-			/* data_offset/data_size exist since Linux 4.1; before, data follows the first page */
-			if (meta->data_size && meta->data_offset + meta->data_size <= len) {
-				e->data = (uint8_t *)p + meta->data_offset;
-				e->data_size = meta->data_size;
-			} else {
-				e->data = (uint8_t *)p + page;
-				e->data_size = pages * page;
-			}
+			set_ring(e, p, len);
 			return 0;
 		}
 		if (rc != -EPERM && rc != -ENOMEM)
@@ -509,6 +520,47 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 	return 0;
 }
 
+/* h->cpu_node from the machine model. */
+static int cpu_nodes(struct nk__hw *h, const nk_machine *m)
+{
+	int max_cpu = -1;
+
+	for (int i = 0; i < nk_machine_num_cpus(m); i++)
+		if (nk_machine_cpu_id(m, i) > max_cpu)
+			max_cpu = nk_machine_cpu_id(m, i);
+	h->cpu_node = malloc((size_t)(max_cpu + 1) * sizeof *h->cpu_node + 1);
+	if (!h->cpu_node)
+		return NK_ENOMEM;
+	h->n_cpu_node = max_cpu + 1;
+	for (int c = 0; c <= max_cpu; c++) {
+		nk_cpu_info ci;
+		h->cpu_node[c] = (int16_t)(nk_machine_cpu_info(m, c, &ci) || ci.node < 0 ? -1 : ci.node);
+	}
+	return 0;
+}
+
+int nk__hw_from_rings(void *const *maps, const size_t *lens, const struct nk__perf_layout *lays, size_t n,
+		      const nk_machine *m, struct nk__hw **out)
+{
+	struct nk__hw *h = calloc(1, sizeof *h);
+	int rc = h ? 0 : NK_ENOMEM;
+
+	if (!rc && m)
+		rc = cpu_nodes(h, m);
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct hw_event e = { .fd = -1, .kind = NK__HW_EV_LOAD, .cpu = -1, .lay = lays[i], .borrowed = 1 };
+		set_ring(&e, maps[i], lens[i]);
+		rc = push_event(h, &e);
+	}
+	if (rc) {
+		nk__hw_close(h);
+		return rc;
+	}
+	snprintf(h->desc, sizeof h->desc, "%zu ring buffers", n);
+	*out = h;
+	return 0;
+}
+
 /* The machine's cpus, restricted to @p only when it is not empty. */
 static int machine_cpus(const nk_machine *m, const nk__ilist *only, nk__ilist *out)
 {
@@ -529,7 +581,7 @@ int nk__hw_open_at(const char *fsroot, int pid, const nk_machine *m, double rate
 	struct nk__hw_plan plan;
 	struct nk__hw *h = NULL;
 	nk__ilist cpus = { 0 };
-	int rc, max_cpu = -1, ncpu = 0;
+	int rc, ncpu = 0;
 
 	if (pid <= 0 || !m || !out || !(rate >= 0))
 		return nk__error(err, NK_EINVAL, "nk__hw_open: bad argument");
@@ -541,19 +593,9 @@ int nk__hw_open_at(const char *fsroot, int pid, const nk_machine *m, double rate
 		rc = NK_ENOMEM;
 		goto out_plan;
 	}
-	for (int i = 0; i < nk_machine_num_cpus(m); i++)
-		if (nk_machine_cpu_id(m, i) > max_cpu)
-			max_cpu = nk_machine_cpu_id(m, i);
-	h->n_cpu_node = max_cpu + 1;
-	h->cpu_node = malloc((size_t)(max_cpu + 1) * sizeof *h->cpu_node + 1);
-	if (!h->cpu_node) {
-		rc = NK_ENOMEM;
+	rc = cpu_nodes(h, m);
+	if (rc)
 		goto out_close;
-	}
-	for (int c = 0; c <= max_cpu; c++) {
-		nk_cpu_info ci;
-		h->cpu_node[c] = (int16_t)(nk_machine_cpu_info(m, c, &ci) || ci.node < 0 ? -1 : ci.node);
-	}
 	if (plan.vendor == NK__HW_AMD) {
 		const nk__ilist all = { 0 };
 		rc = machine_cpus(m, &all, &cpus);

@@ -70,6 +70,16 @@ void nk__hw_attr(const struct nk__hw_plan *plan, unsigned pmu, int ev, double ra
 int nk__hw_open_at(const char *fsroot, int pid, const nk_machine *m, double rate, struct nk__hw **out,
 		   nk_error *err);
 
+/**
+ * A sampler over @p n ring buffers the caller mapped (tests: memory laid out
+ * as a perf_event_mmap_page, data_offset/data_size set or the data in the
+ * pages after the first, @p lens[i] a multiple of the page size); cpu nodes
+ * from @p m (may be NULL).  nk__hw_close leaves the memory to the caller.
+ * Errors: NK_ENOMEM.
+ */
+int nk__hw_from_rings(void *const *maps, const size_t *lens, const struct nk__perf_layout *lays, size_t n,
+		      const nk_machine *m, struct nk__hw **out);
+
 /** Counters of everything drained so far. */
 void nk__hw_stats(const struct nk__hw *h, struct nk__perf_stats *st);
 

@@ -881,6 +881,122 @@ static void test_ring_corrupt(void **state)
 	assert_int_equal(st.corrupt, 7);
 }
 
+/* ------------------------------------------------------------ drain */
+
+/* A fake mapping: perf_event_mmap_page then the data area, as the kernel lays it out. */
+struct fake_map {
+	struct perf_event_mmap_page *meta;
+	uint8_t *data;
+	size_t len, size;
+};
+
+static void fake_map(struct fake_map *f, int new_kernel)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = NULL;
+	f->size = (size_t)page;
+	f->len = 2 * (size_t)page;
+	assert_int_equal(posix_memalign(&p, (size_t)page, f->len), 0);
+	memset(p, 0, f->len);
+	f->meta = p;
+	f->data = (uint8_t *)p + page;
+	if (new_kernel) {
+		f->meta->data_offset = (uint64_t)page;
+		f->meta->data_size = (uint64_t)page;
+	}
+}
+
+/* Append one Intel sample record at data_head, wrapping, and publish it. */
+static void fake_sample(struct fake_map *f, uint32_t tid, int cpu, uint64_t addr)
+{
+	uint8_t body[72];
+	uint64_t v[9] = { 0x401000, (uint64_t)tid << 32 | 7, 1000 + tid, addr, (uint64_t)cpu, 100, 300,
+			  DS(REM_RAM1 | PERF_MEM_LVL_HIT, LOAD, HIT, HIT) };
+	uint32_t type = NK__PERF_RECORD_SAMPLE;
+	uint16_t misc = 0, size = 8 + 64;
+	uint8_t rec[72];
+	memcpy(body, v, 64);
+	memcpy(rec, &type, 4);
+	memcpy(rec + 4, &misc, 2);
+	memcpy(rec + 6, &size, 2);
+	memcpy(rec + 8, body, 64);
+	for (size_t i = 0; i < size; i++)
+		f->data[(f->meta->data_head + i) % f->size] = rec[i];
+	f->meta->data_head += size;
+}
+
+static void test_drain(void **state)
+{
+	nk_machine *m = nk_test_synth("nodes=2 cores=2");
+	struct fake_map a, b;
+	struct nk__perf_layout lay[2] = { { INTEL_TYPE, NK__PERF_PEBS_LOAD }, { INTEL_TYPE, NK__PERF_PEBS_STORE } };
+	struct nk__hw_samples out = { 0 };
+	struct nk__perf_stats st;
+	struct nk__hw *h = NULL;
+	nk_error err = { 0 };
+	nk_cpu_info ci;
+	int cpu = nk_machine_cpu_id(m, nk_machine_num_cpus(m) - 1);
+
+	assert_int_equal(nk_machine_cpu_info(m, cpu, &ci), 0);
+	fake_map(&a, 1);
+	fake_map(&b, 0);
+	/* a: the kernel went round once; the first record wraps */
+	a.meta->data_head = a.meta->data_tail = a.size - 24;
+	fake_sample(&a, 11, cpu, 0x1000);
+	uint8_t lost[24] = { 0 };
+	uint32_t lt = NK__PERF_RECORD_LOST;
+	uint16_t ls = 24;
+	uint64_t nlost = 5;
+	memcpy(lost, &lt, 4);
+	memcpy(lost + 6, &ls, 2);
+	memcpy(lost + 16, &nlost, 8);
+	for (size_t i = 0; i < 24; i++)
+		a.data[(a.meta->data_head + i) % a.size] = lost[i];
+	a.meta->data_head += 24;
+	/* b: one sample, then a record of size 0 */
+	fake_sample(&b, 12, 0, 0x2000);
+	b.meta->data_head += 16;
+
+	void *maps[2] = { a.meta, b.meta };
+	size_t lens[2] = { a.len, b.len };
+	assert_int_equal(nk__hw_from_rings(maps, lens, lay, 2, m, &h), 0);
+	assert_int_equal(nk__hw_drain(h, &out, &err), 0);
+	assert_int_equal(out.n, 2);
+	assert_true(out.s[0].addr == 0x1000 && out.s[0].tid == 11 && out.pid[0] == 7);
+	assert_int_equal(out.s[0].cpu, cpu);
+	assert_int_equal(out.s[0].cpu_node, ci.node);
+	assert_int_equal(out.s[0].page_node, -1);
+	assert_int_equal(out.s[0].source, NK__SRC_REMOTE_DRAM);
+	assert_true(out.s[1].addr == 0x2000 && out.s[1].tid == 12);
+	assert_int_equal(out.lost, 5);
+	assert_true(a.meta->data_tail == a.meta->data_head);
+	assert_true(b.meta->data_tail == b.meta->data_head);
+	nk__hw_stats(h, &st);
+	assert_true(st.corrupt == 1 && st.samples == 2 && st.lost == 5);
+
+	/* b is abandoned; a goes on, across many drains and well past the first 1024 samples */
+	fake_sample(&b, 13, 0, 0x3000);
+	for (int round = 0; round < 40; round++) {
+		for (int i = 0; i < 40; i++)
+			fake_sample(&a, 100 + (uint32_t)i, 0, 0x10000 + (uint64_t)(round * 40 + i));
+		assert_int_equal(nk__hw_drain(h, &out, &err), 0);
+		assert_true(a.meta->data_tail == a.meta->data_head);
+	}
+	assert_int_equal(out.n, 2 + 1600);
+	for (size_t i = 2; i < out.n; i++)
+		if (out.s[i].addr != 0x10000 + i - 2 || out.pid[i] != 7)
+			fail_msg("sample %zu: addr %llx", i, (unsigned long long)out.s[i].addr);
+	assert_true(b.meta->data_tail != b.meta->data_head);
+	assert_int_equal(out.lost, 5);
+	assert_string_equal(nk__hw_describe(h), "2 ring buffers");
+	nk__hw_close(h);
+	nk__hw_samples_free(&out);
+	assert_null(out.s);
+	free(a.meta);
+	free(b.meta);
+	nk_machine_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -890,6 +1006,7 @@ int main(void)
 		cmocka_unit_test(test_live_failover),    cmocka_unit_test(test_data_src),
 		cmocka_unit_test(test_ibs),              cmocka_unit_test(test_ring_intel),
 		cmocka_unit_test(test_ring_ibs),         cmocka_unit_test(test_ring_corrupt),
+		cmocka_unit_test(test_drain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
