@@ -168,7 +168,8 @@ static int discover_intel(const char *root, unsigned ldlat, struct nk__hw_plan *
 	if (rc)
 		return rc == NK_ENOMEM ? rc : nk__error(err, NK_EIO, SYSFS_DEVICES ": unreadable");
 	/* "cpu" sorts before "cpu_atom" and "cpu_core" */
-	qsort(names, n, sizeof *names, cmp_names);
+	if (n)
+		qsort(names, n, sizeof *names, cmp_names);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct nk__perf_pmu_format *pf;
 		struct nk__hw_pmu *p;
@@ -193,8 +194,8 @@ static int discover_intel(const char *root, unsigned ldlat, struct nk__hw_plan *
 			rc = load_formats(root, names[i], pf, err);
 		snprintf(extra, sizeof extra, "ldlat=%u", ldlat);
 		if (!rc) {
-			rc = encode_event(root, names[i], pf, "mem-loads", has_term(pf, "ldlat") ? extra : NULL, p->load,
-					  err);
+			const char *ld = has_term(pf, "ldlat") ? extra : NULL;
+			rc = encode_event(root, names[i], pf, "mem-loads", ld, p->load, err);
 			rc = rc == 1 ? 0 : rc ? rc : NK_EPARSE;
 		}
 		if (!rc) {
@@ -355,15 +356,15 @@ static int open_error(const char *root, int ev, int cpu, int e, nk_error *err)
 	case EOPNOTSUPP:
 	case ENODEV:
 		return nk__error(err, NK_ENOSYS,
-				 NOPE ": perf_event_open(%s) failed: %s (this machine or VM exposes no hardware PMU)", what,
-				 strerror(e));
+				 NOPE ": perf_event_open(%s) failed: %s (this machine or VM exposes no hardware PMU)",
+				 what, strerror(e));
 	case EACCES:
 	case EPERM: {
 		char *p = NULL;
 		int rc = read_trim(root, "/proc/sys/kernel/perf_event_paranoid", &p);
 		rc = nk__error(err, NK_ENOSYS,
-			       NOPE ": perf_event_open(%s) failed: %s: perf_event_paranoid is %s; run as root or set it "
-				    "to 1 or lower",
+			       NOPE ": perf_event_open(%s) failed: %s: perf_event_paranoid is %s; run as root or "
+				    "set it to 1 or lower",
 			       what, strerror(e), rc ? "unknown" : p);
 		free(p);
 		return rc;
@@ -616,7 +617,8 @@ int nk__hw_open_at(const char *fsroot, int pid, const nk_machine *m, double rate
 				rc = open_kind(h, fsroot, &plan, p, NK__HW_EV_STORE, pid, rate, &cpus, err);
 			ncpu += (int)cpus.n;
 			if (len >= 0 && (size_t)len < sizeof h->desc)
-				len += snprintf(h->desc + len, sizeof h->desc - (size_t)len, "%s %s/mem-loads,ldlat=%d/P%s%s%s",
+				len += snprintf(h->desc + len, sizeof h->desc - (size_t)len,
+						"%s %s/mem-loads,ldlat=%d/P%s%s%s",
 						p ? " +" : "", plan.pmu[p].name, NK__HW_LDLAT,
 						plan.pmu[p].has_store ? " + " : "",
 						plan.pmu[p].has_store ? plan.pmu[p].name : "",

@@ -27,7 +27,8 @@ static int parse_uint(const char **p, const char *end, unsigned long long max, u
 	if (s >= end || !isxdigit((unsigned char)*s))
 		return NK_EPARSE;
 	for (; s < end && isxdigit((unsigned char)*s); s++) {
-		unsigned d = isdigit((unsigned char)*s) ? (unsigned)(*s - '0') : (unsigned)(tolower((unsigned char)*s) - 'a' + 10);
+		int c = tolower((unsigned char)*s);
+		unsigned d = isdigit(c) ? (unsigned)(c - '0') : (unsigned)(c - 'a' + 10);
 		if (d >= (unsigned)base)
 			return NK_EPARSE;
 		if (v > (max - d) / (unsigned)base)
@@ -458,7 +459,7 @@ int nk__perf_sample_decode(const uint8_t *rec, size_t len, const struct nk__perf
 		if (take64(&c, &weight))
 			return NK_EPARSE;
 		if (t & NK__PERF_SAMPLE_WEIGHT_STRUCT)
-			weight &= 0xffffffffu; /* var1_dw: the access latency; var2_w/var3_w are instruction latencies */
+			weight &= 0xffffffffu; /* var1_dw, the access latency (var2_w/var3_w: instruction's) */
 	}
 	if (t & NK__PERF_SAMPLE_DATA_SRC) {
 		if (take64(&c, &ds))
@@ -493,7 +494,8 @@ int nk__perf_sample_decode(const uint8_t *rec, size_t len, const struct nk__perf
 }
 
 int nk__perf_ring_decode(const uint8_t *data, uint64_t size, uint64_t *tail, uint64_t head,
-			 const struct nk__perf_layout *lay, nk__perf_emit_fn emit, void *ctx, struct nk__perf_stats *st)
+			 const struct nk__perf_layout *lay, nk__perf_emit_fn emit, void *ctx,
+			 struct nk__perf_stats *st)
 {
 	uint64_t t = *tail;
 	uint8_t buf[65536]; /* a record is at most 64 KiB (u16 size) */

@@ -130,11 +130,13 @@ struct nk__perf_data_src {
 	unsigned snoop;   /* bits 19-23: NA 1, NONE 2, HIT 4, MISS 8, HITM 16 */
 	unsigned lock;    /* bits 24-25 */
 	unsigned dtlb;    /* bits 26-32: NA 1, HIT 2, MISS 4, L1 8, L2 16, WK 32, OS 64 */
-	unsigned lvl_num; /* bits 33-36: L1 1, L2 2, L3 3, L4 4, CXL 9, IO 10, ANY_CACHE 11, LFB 12, RAM 13, PMEM 14, NA 15 */
+	unsigned lvl_num; /* bits 33-36: L1 1, L2 2, L3 3, L4 4, CXL 9, IO 10, ANY_CACHE 11, LFB 12, RAM 13,
+			     PMEM 14, NA 15 */
 	unsigned remote;  /* bit 37 */
 	unsigned snoopx;  /* bits 38-39: FWD 1, PEER 2 */
 	unsigned blk;     /* bits 40-42 */
-	unsigned hops;    /* bits 43-45: 0 none, 1 other core same node, 2 other node same socket, 3 other socket, 4 other board */
+	unsigned hops;    /* bits 43-45: 0 none, 1 other core same node, 2 other node same socket,
+			     3 other socket, 4 other board */
 };
 
 void nk__perf_data_src_split(uint64_t v, struct nk__perf_data_src *d);
@@ -226,6 +228,7 @@ typedef int (*nk__perf_emit_fn)(void *ctx, const struct nk__nkp_sample *s, uint3
  * st->corrupt counts it.  Never reads outside data[0, size).
  */
 int nk__perf_ring_decode(const uint8_t *data, uint64_t size, uint64_t *tail, uint64_t head,
-			 const struct nk__perf_layout *lay, nk__perf_emit_fn emit, void *ctx, struct nk__perf_stats *st);
+			 const struct nk__perf_layout *lay, nk__perf_emit_fn emit, void *ctx,
+			 struct nk__perf_stats *st);
 
 #endif

@@ -396,7 +396,8 @@ static void test_live_failover(void **state)
 
 /* ------------------------------------------------------------ data source */
 
-#define DS(lvl_, op_, snoop_, tlb_) (PERF_MEM_S(LVL, lvl_) | PERF_MEM_S(OP, op_) | PERF_MEM_S(SNOOP, snoop_) | PERF_MEM_S(TLB, tlb_))
+#define DS(lvl_, op_, snoop_, tlb_)                                                                                   \
+	(PERF_MEM_S(LVL, lvl_) | PERF_MEM_S(OP, op_) | PERF_MEM_S(SNOOP, snoop_) | PERF_MEM_S(TLB, tlb_))
 
 static void test_data_src(void **state)
 {
@@ -623,8 +624,8 @@ static void b32x2(struct body *b, uint32_t x, uint32_t y)
 }
 
 #define INTEL_TYPE                                                                                                    \
-	(NK__PERF_SAMPLE_IP | NK__PERF_SAMPLE_TID | NK__PERF_SAMPLE_TIME | NK__PERF_SAMPLE_ADDR | NK__PERF_SAMPLE_CPU | \
-	 NK__PERF_SAMPLE_PERIOD | NK__PERF_SAMPLE_WEIGHT_STRUCT | NK__PERF_SAMPLE_DATA_SRC)
+	(NK__PERF_SAMPLE_IP | NK__PERF_SAMPLE_TID | NK__PERF_SAMPLE_TIME | NK__PERF_SAMPLE_ADDR |                     \
+	 NK__PERF_SAMPLE_CPU | NK__PERF_SAMPLE_PERIOD | NK__PERF_SAMPLE_WEIGHT_STRUCT | NK__PERF_SAMPLE_DATA_SRC)
 #define IBS_TYPE                                                                                                      \
 	(NK__PERF_SAMPLE_IP | NK__PERF_SAMPLE_TID | NK__PERF_SAMPLE_TIME | NK__PERF_SAMPLE_CPU |                      \
 	 NK__PERF_SAMPLE_PERIOD | NK__PERF_SAMPLE_RAW)
