@@ -347,7 +347,7 @@ static const char *ev_name(int ev)
 	}
 }
 
-static int open_error(const char *root, int ev, int cpu, int e, nk_error *err)
+int nk__hw_open_error(const char *root, int ev, int cpu, int e, nk_error *err)
 {
 	const char *what = ev_name(ev);
 
@@ -483,7 +483,7 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 			nk__hw_attr(plan, pmu, NK__HW_EV_AUX, rate, 0, 0, &attr);
 			leader = nk__os_perf_open(&attr, pid, cpus->v[i], -1, 0);
 			if (leader < 0)
-				return open_error(root, NK__HW_EV_AUX, cpus->v[i], -leader, err);
+				return nk__hw_open_error(root, NK__HW_EV_AUX, cpus->v[i], -leader, err);
 			a.fd = leader;
 			rc = push_event(h, &a);
 			if (rc) {
@@ -505,7 +505,7 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 			step++;
 		}
 		if (fd < 0)
-			return open_error(root, ev, cpus->v[i], -fd, err);
+			return nk__hw_open_error(root, ev, cpus->v[i], -fd, err);
 		e.fd = fd;
 		e.lay.sample_type = attr.sample_type;
 		e.lay.kind = ev == NK__HW_EV_IBS ? NK__PERF_IBS_OP : ev == NK__HW_EV_STORE ? NK__PERF_PEBS_STORE

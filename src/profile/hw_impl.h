@@ -66,6 +66,12 @@ enum { NK__HW_EV_LOAD, NK__HW_EV_STORE, NK__HW_EV_AUX, NK__HW_EV_IBS };
 void nk__hw_attr(const struct nk__hw_plan *plan, unsigned pmu, int ev, double rate, int precise, int weight_struct,
 		 struct perf_event_attr *attr);
 
+/**
+ * The NK_ENOSYS message for perf_event_open of event @p ev on @p cpu failing
+ * with errno @p e (perf_event_paranoid read under @p root for EACCES/EPERM).
+ */
+int nk__hw_open_error(const char *root, int ev, int cpu, int e, nk_error *err);
+
 /** nk__hw_open reading sysfs and /proc/sys under @p fsroot ("/" or NULL: live). */
 int nk__hw_open_at(const char *fsroot, int pid, const nk_machine *m, double rate, struct nk__hw **out,
 		   nk_error *err);

@@ -384,6 +384,26 @@ static void test_live_failover(void **state)
 	expect_failover(root, m, open_fail);
 	rm_tree(root);
 
+	/* the messages of the errors this host cannot produce */
+	root = tree();
+	put(root, "proc/sys/kernel/perf_event_paranoid", "3\n");
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 0, EACCES, &err), NK_ENOSYS);
+	assert_string_equal(err.message, "no precise memory sampling here: perf_event_open(mem-loads) failed: "
+					 "Permission denied: perf_event_paranoid is 3; run as root or set it to 1 or lower");
+	assert_int_equal(nk__hw_open_error("/nonexistent", NK__HW_EV_IBS, 0, EPERM, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "perf_event_open(ibs_op) failed: Operation not permitted: "
+					    "perf_event_paranoid is unknown;"));
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_STORE, 5, EOPNOTSUPP, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "perf_event_open(mem-stores) failed: Operation not supported (this "
+					    "machine or VM exposes no hardware PMU)"));
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 7, EMFILE, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "on cpu 7 failed: Too many open files (one event per cpu"));
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 0, EINVAL, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "refused the event's settings"));
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 2, EBUSY, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "perf_event_open(mem-loads) on cpu 2 failed: Device or resource busy"));
+	rm_tree(root);
+
 	struct nk__hw *h = NULL;
 	assert_int_equal(nk__hw_open(0, m, 0, &h, &err), NK_EINVAL);
 	assert_int_equal(nk__hw_open(getpid(), NULL, 0, &h, &err), NK_EINVAL);
