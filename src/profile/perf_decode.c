@@ -309,37 +309,51 @@ static uint32_t rd32(const uint8_t *p)
 
 #define BIT(v, n) (((v) >> (n)) & 1u)
 
-/* OP_DATA2 data source (AMD PPR; kernel amd-ibs.h): before Zen 4 3 bits, Zen 4 adds 2 high bits. */
-static int ibs_source(uint32_t caps, uint64_t data2, uint64_t data3)
+/*
+ * Where an IBS op's data came from, in the order of the kernel's own decoding
+ * (arch/x86/events/amd/ibs.c, perf_ibs_get_mem_lvl): uncached first (the other
+ * fields are invalid then), L1 from dc_miss, then OP_DATA2's data source
+ * (valid for loads only; Zen 4 adds two high bits), L2 from l2_miss.  One
+ * deviation: a data source that names a level wins over l2_miss, so a CPU
+ * whose OP_DATA3 lacks the l2_miss bit (reads 0) is not taken for all-L2.
+ */
+static int ibs_source(uint32_t caps, int load, uint64_t data2, uint64_t data3)
 {
 	unsigned src = (unsigned)(data2 & 7), rmt = BIT(data2, 4);
+	int zen4 = (caps & NK__IBS_CAPS_ZEN4) != 0;
 
+	if (zen4)
+		src |= (unsigned)((data2 >> 6) & 3) << 3;
+	if (!load)
+		src = 0;
+	if (BIT(data3, 14) && src != 7) /* dc_uc_mem_acc */
+		return NK__SRC_UNCACHED;
 	if (!BIT(data3, 7)) /* dc_miss clear: an L1 hit */
 		return NK__SRC_L1;
-	if (caps & NK__IBS_CAPS_ZEN4) {
-		src |= (unsigned)((data2 >> 6) & 3) << 3;
+	if (zen4) {
 		switch (src) {
-		case 1: return NK__SRC_L3;                                   /* local CCX's L3 */
-		case 2: return rmt ? NK__SRC_REMOTE_CACHE : NK__SRC_L3;      /* a near CCX's cache */
+		case 1: return NK__SRC_L3;                              /* the local CCX's L3 */
+		case 2: return rmt ? NK__SRC_REMOTE_CACHE : NK__SRC_L3; /* a near CCX's cache */
 		case 3: return rmt ? NK__SRC_REMOTE_DRAM : NK__SRC_LOCAL_DRAM;
-		case 5: return NK__SRC_REMOTE_CACHE;                         /* a far CCX's cache */
+		case 5: return NK__SRC_REMOTE_CACHE;                    /* a far CCX's cache */
 		case 6: return NK__SRC_PMEM;
 		case 7: return NK__SRC_IO;
-		case 8: return NK__SRC_PMEM;                                 /* extension memory (CXL) */
-		case 12: return NK__SRC_IO;                                  /* peer agent memory */
+		case 8: return NK__SRC_PMEM;                            /* extension memory (CXL) */
+		case 12: return NK__SRC_IO;                             /* peer agent memory */
 		default: break;
 		}
-		if (!BIT(data3, 20)) /* l2_miss clear */
-			return NK__SRC_L2;
-		return NK__SRC_UNKNOWN;
+	} else {
+		switch (src) {
+		case 2: return rmt ? NK__SRC_REMOTE_CACHE : NK__SRC_L3; /* local cache: L3 or another core's */
+		case 3: return rmt ? NK__SRC_REMOTE_DRAM : NK__SRC_LOCAL_DRAM;
+		case 4: return NK__SRC_REMOTE_CACHE;
+		case 7: return NK__SRC_IO;
+		default: break;
+		}
 	}
-	switch (src) {
-	case 2: return rmt ? NK__SRC_REMOTE_CACHE : NK__SRC_L3; /* local cache (L3 or another core) */
-	case 3: return rmt ? NK__SRC_REMOTE_DRAM : NK__SRC_LOCAL_DRAM;
-	case 4: return NK__SRC_REMOTE_CACHE;
-	case 7: return NK__SRC_IO;
-	default: return NK__SRC_UNKNOWN;
-	}
+	if (!BIT(data3, 20)) /* l2_miss clear */
+		return NK__SRC_L2;
+	return NK__SRC_UNKNOWN;
 }
 
 int nk__perf_ibs_decode(const uint8_t *raw, size_t len, struct nk__nkp_sample *s)
@@ -362,10 +376,7 @@ int nk__perf_ibs_decode(const uint8_t *raw, size_t len, struct nk__nkp_sample *s
 	s->addr = lin;
 	s->ip = BIT(data, 38) ? 0 : rd64(raw + NK__IBS_RAW_REG(NK__IBS_OP_RIP));
 	s->access = ld ? NK__ACC_READ : NK__ACC_WRITE;
-	/* OP_DATA2's data source is valid for loads that missed the data cache only */
-	s->source = (uint8_t)(ld ? ibs_source(caps, data2, data3) : (BIT(data3, 7) ? NK__SRC_UNKNOWN : NK__SRC_L1));
-	if (BIT(data3, 14) && s->source == NK__SRC_UNKNOWN) /* dc_uc_mem_acc */
-		s->source = NK__SRC_UNCACHED;
+	s->source = (uint8_t)ibs_source(caps, ld, data2, data3);
 	s->latency = (ld && BIT(data3, 7)) ? (uint32_t)((data3 >> 32) & 0xffff) : 0;
 	if (BIT(data3, 3)) /* dc_l2tlb_miss: missed every level of the data TLB */
 		s->flags |= NK__SF_TLB;

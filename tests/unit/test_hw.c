@@ -566,11 +566,29 @@ static void test_ibs(void **state)
 	assert_true(s.ip == 0);
 	assert_int_equal(s.flags, 0);
 	r.data = 0;
-	/* a store that missed */
-	r.data3 = D3_ST | D3_DC_MISS | D3_LIN_VALID;
+	/* stores: OP_DATA2 is for loads only, so a store is L1, L2 or unknown */
+	r.data2 = 3 | 1u << 4;
+	r.data3 = D3_ST | D3_DC_MISS | D3_LIN_VALID | D3_L2_MISS;
 	assert_int_equal(ibs_one(&r, &s), 1);
 	assert_int_equal(s.access, NK__ACC_WRITE);
 	assert_int_equal(s.source, NK__SRC_UNKNOWN);
+	r.data3 = D3_ST | D3_DC_MISS | D3_LIN_VALID;
+	assert_int_equal(ibs_one(&r, &s), 1);
+	assert_int_equal(s.source, NK__SRC_L2);
+	/* a load with no data source: L2 when l2_miss is clear; uncached I/O stays I/O */
+	r.data2 = 0;
+	r.data3 = D3_LD | D3_DC_MISS | D3_LIN_VALID;
+	assert_int_equal(ibs_one(&r, &s), 1);
+	assert_int_equal(s.source, NK__SRC_L2);
+	r.data2 = 7;
+	r.data3 = D3_LD | D3_DC_MISS | D3_LIN_VALID | D3_UC | D3_L2_MISS;
+	assert_int_equal(ibs_one(&r, &s), 1);
+	assert_int_equal(s.source, NK__SRC_IO);
+	/* uncached wins over dc_miss/l2_miss, which are invalid then */
+	r.data2 = 3;
+	r.data3 = D3_LD | D3_LIN_VALID | D3_UC;
+	assert_int_equal(ibs_one(&r, &s), 1);
+	assert_int_equal(s.source, NK__SRC_UNCACHED);
 	/* not a memory op; a memory op without a valid linear address */
 	r.data3 = D3_LIN_VALID;
 	assert_int_equal(ibs_one(&r, &s), 0);
