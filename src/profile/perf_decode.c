@@ -231,15 +231,36 @@ void nk__perf_data_src_split(uint64_t v, struct nk__perf_data_src *d)
 	d->hops = (unsigned)((v >> 43) & 0x7);
 }
 
+/*
+ * The order matters because kernels fill the fields differently: Intel's
+ * tables (arch/x86/events/intel/ds.c, pebs_data_source) set the legacy
+ * mem_lvl bits and, since 4.x, mem_lvl_num too, not always consistently
+ * (an L3 miss served by remote DRAM is REM_RAM1 with LEVEL(L3)); the newer
+ * server tables set only mem_lvl_num + mem_remote (LEVEL(RAM) | REM).  So:
+ * a MISS says only where the data was not; then the legacy bits that name
+ * memory or a remote cache, which are the most specific; then the numbered
+ * level with mem_remote; then the legacy cache levels.
+ */
 int nk__perf_data_src_source(uint64_t v)
 {
 	struct nk__perf_data_src d;
 	int remote;
 
 	nk__perf_data_src_split(v, &d);
+	if (d.lvl & LVL_MISS)
+		return NK__SRC_UNKNOWN;
+	if (d.lvl & (LVL_REM_CCE1 | LVL_REM_CCE2))
+		return NK__SRC_REMOTE_CACHE;
+	if (d.lvl & (LVL_REM_RAM1 | LVL_REM_RAM2))
+		return (d.snoop & SNOOP_HITM) ? NK__SRC_REMOTE_CACHE : NK__SRC_REMOTE_DRAM;
+	if (d.lvl & LVL_LOC_RAM)
+		return NK__SRC_LOCAL_DRAM;
+	if (d.lvl & LVL_IO)
+		return NK__SRC_IO;
+	if (d.lvl & LVL_UNC)
+		return NK__SRC_UNCACHED;
 	/* mem_remote with hops 1 is another core of the same node: not a NUMA-remote access */
 	remote = d.remote && d.hops != HOPS_SAME_NODE;
-	/* The numbered level (newer kernels, and all of AMD's) is the more precise field when set. */
 	switch (d.lvl_num) {
 	case LVLNUM_L1: return NK__SRC_L1;
 	case LVLNUM_LFB: return NK__SRC_LFB;
@@ -251,20 +272,10 @@ int nk__perf_data_src_source(uint64_t v)
 	case LVLNUM_CXL:
 	case LVLNUM_PMEM: return NK__SRC_PMEM;
 	case LVLNUM_IO: return NK__SRC_IO;
-	default: break; /* 0 (unset), NA, reserved: fall back to the legacy bits */
+	default: break; /* 0 (unset), NA, reserved */
 	}
-	if (!d.lvl || (d.lvl & LVL_NA) || (d.lvl & LVL_MISS))
-		return NK__SRC_UNKNOWN; /* "missed level X" does not say where it was served */
-	if (d.lvl & (LVL_REM_CCE1 | LVL_REM_CCE2))
-		return NK__SRC_REMOTE_CACHE;
-	if (d.lvl & (LVL_REM_RAM1 | LVL_REM_RAM2))
-		return (d.snoop & SNOOP_HITM) ? NK__SRC_REMOTE_CACHE : NK__SRC_REMOTE_DRAM;
-	if (d.lvl & LVL_LOC_RAM)
-		return NK__SRC_LOCAL_DRAM;
-	if (d.lvl & LVL_IO)
-		return NK__SRC_IO;
-	if (d.lvl & LVL_UNC)
-		return NK__SRC_UNCACHED;
+	if (d.lvl & LVL_NA)
+		return NK__SRC_UNKNOWN;
 	if (d.lvl & LVL_L3)
 		return NK__SRC_L3;
 	if (d.lvl & LVL_L2)

@@ -459,6 +459,24 @@ static void test_data_src(void **state)
 		{ PERF_MEM_S(LVLNUM, IO), NK__SRC_IO, "lvl_num IO" },
 		{ PERF_MEM_S(LVLNUM, NA) | DS(LOC_RAM | PERF_MEM_LVL_HIT, LOAD, NONE, HIT), NK__SRC_LOCAL_DRAM,
 		  "lvl_num NA: legacy bits" },
+		/* entries of the kernel's Intel tables (arch/x86/events/intel/ds.c), both fields set */
+		{ DS(MISS, LOAD, NA, NA) | PERF_MEM_S(LVLNUM, L3), NK__SRC_UNKNOWN, "0x00: unknown L3 miss" },
+		{ DS(L3 | PERF_MEM_LVL_HIT, LOAD, HITM, NA) | PERF_MEM_S(LVLNUM, L3), NK__SRC_L3, "0x07: L3 hit HITM" },
+		{ DS(REM_CCE1 | PERF_MEM_LVL_HIT, LOAD, HITM, NA) | PERF_MEM_S(REMOTE, REMOTE) | PERF_MEM_S(LVLNUM, L3),
+		  NK__SRC_REMOTE_CACHE, "0x09: L3 miss, remote snoop HITM" },
+		{ DS(LOC_RAM | PERF_MEM_LVL_HIT, LOAD, HIT, NA) | PERF_MEM_S(LVLNUM, RAM), NK__SRC_LOCAL_DRAM,
+		  "0x0a: L3 miss, local DRAM shared" },
+		{ DS(REM_RAM1 | PERF_MEM_LVL_HIT, LOAD, HIT, NA) | PERF_MEM_S(REMOTE, REMOTE) | PERF_MEM_S(LVLNUM, L3),
+		  NK__SRC_REMOTE_DRAM, "0x0b (old): remote DRAM, shared, LEVEL(L3)" },
+		{ PERF_MEM_S(OP, LOAD) | PERF_MEM_S(LVL, HIT) | PERF_MEM_S(LVLNUM, RAM) | PERF_MEM_S(REMOTE, REMOTE),
+		  NK__SRC_REMOTE_DRAM, "0x0b (Skylake server): LEVEL(RAM) | REM" },
+		{ PERF_MEM_S(OP, LOAD) | PERF_MEM_S(LVL, HIT) | PERF_MEM_S(LVLNUM, ANY_CACHE) |
+			  PERF_MEM_S(REMOTE, REMOTE) | PERF_MEM_S(SNOOPX, FWD),
+		  NK__SRC_REMOTE_CACHE, "0x0c (Skylake server): remote cache forward" },
+		{ PERF_MEM_S(OP, LOAD) | PERF_MEM_S(LVL, HIT) | PERF_MEM_S(LVLNUM, PMEM), NK__SRC_PMEM,
+		  "0x08 (Skylake server with PMEM)" },
+		{ DS(IO | PERF_MEM_LVL_HIT, LOAD, NONE, NA) | PERF_MEM_S(LVLNUM, NA), NK__SRC_IO, "0x0e: I/O" },
+		{ DS(UNC | PERF_MEM_LVL_HIT, LOAD, NONE, NA) | PERF_MEM_S(LVLNUM, NA), NK__SRC_UNCACHED, "0x0f" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
 		if (nk__perf_data_src_source(cases[i].v) != cases[i].src)
