@@ -462,14 +462,15 @@ static int map_ring(struct hw_event *e, nk_error *err)
 
 /*
  * Open event @p ev of pmu @p pmu on every cpu of @p cpus.  The first cpu
- * settles precise_ip and the weight format: newer settings first, older ones
- * when the kernel says EINVAL.
+ * settles precise_ip and the weight format (IBS: whether exclude_kernel is
+ * accepted): newer settings first, older ones when the kernel says EINVAL.
  */
 static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_plan *plan, unsigned pmu, int ev,
 		     int pid, double rate, const nk__ilist *cpus, nk_error *err)
 {
 	static const int ladder[][2] = { { 2, 1 }, { 2, 0 }, { 1, 1 }, { 1, 0 } };
-	size_t steps = ev == NK__HW_EV_IBS ? 1 : sizeof ladder / sizeof *ladder;
+	/* IBS: older kernels refuse exclude_kernel/exclude_hv on ibs_op (EINVAL); kernel samples are harmless */
+	size_t steps = ev == NK__HW_EV_IBS ? 2 : sizeof ladder / sizeof *ladder;
 	size_t step = 0;
 	int has_aux = ev == NK__HW_EV_LOAD && plan->pmu[pmu].has_aux;
 
@@ -493,8 +494,10 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 		}
 		for (;;) {
 			nk__hw_attr(plan, pmu, ev, rate, ladder[step][0], ladder[step][1], &attr);
-			if (ev == NK__HW_EV_IBS)
+			if (ev == NK__HW_EV_IBS) {
 				attr.precise_ip = 0;
+				attr.exclude_kernel = attr.exclude_hv = step == 0;
+			}
 			if (leader >= 0) { /* the leader enables the group */
 				attr.disabled = 0;
 				attr.enable_on_exec = 0;
