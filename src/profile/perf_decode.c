@@ -146,6 +146,20 @@ static const struct nk__perf_format *find_term(const struct nk__perf_pmu_format 
 	return NULL;
 }
 
+/* "config=0x..", "config1=.." name a whole register, as perf's event syntax allows. */
+static const struct nk__perf_format *whole_register(const char *name, size_t len)
+{
+	static const struct nk__perf_format regs[NK__PERF_NREGS] = {
+		{ 1, { { 0, 0, 63 } } }, { 1, { { 1, 0, 63 } } }, { 1, { { 2, 0, 63 } } }, { 1, { { 3, 0, 63 } } },
+	};
+	static const char *const names[NK__PERF_NREGS] = { "config", "config1", "config2", "config3" };
+
+	for (int i = 0; i < NK__PERF_NREGS; i++)
+		if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+			return &regs[i];
+	return NULL;
+}
+
 static int encode_terms(const struct nk__perf_pmu_format *pf, const char *text, uint64_t cfg[NK__PERF_NREGS],
 			nk_error *err)
 {
@@ -178,6 +192,8 @@ static int encode_terms(const struct nk__perf_pmu_format *pf, const char *text, 
 		if (name_end == start)
 			return nk__error(err, NK_EPARSE, "event \"%.60s\": empty term", text);
 		f = find_term(pf, start, (size_t)(name_end - start));
+		if (!f)
+			f = whole_register(start, (size_t)(name_end - start));
 		if (!f)
 			return nk__error(err, NK_EPARSE, "event term \"%.*s\": not in the PMU's format directory",
 					 (int)(name_end - start > 40 ? 40 : name_end - start), start);

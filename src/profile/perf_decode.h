@@ -65,10 +65,11 @@ int nk__perf_pmu_add_term(struct nk__perf_pmu_format *pf, const char *name, cons
 
 /**
  * Encode an event text as sysfs gives it ("event=0xcd,umask=0x1,ldlat=3";
- * a term without "=" means 1) then the terms of @p extra (may be NULL,
- * same syntax; they override the event's, e.g. "ldlat=30") into @p cfg,
- * which is zeroed first.  Errors: NK_EPARSE (a term the PMU's format does
- * not name, a bad number), NK_ERANGE (a value wider than its field).
+ * a term without "=" means 1; "config", "config1", ... name a whole
+ * register unless the format directory says otherwise), then the terms of
+ * @p extra (may be NULL, same syntax; they override the event's, e.g.
+ * "ldlat=30"), into @p cfg, which is zeroed first.  Errors: NK_EPARSE (an
+ * unknown term, a bad number), NK_ERANGE (a value wider than its field).
  */
 int nk__perf_event_encode(const struct nk__perf_pmu_format *pf, const char *event, const char *extra,
 			  uint64_t cfg[NK__PERF_NREGS], nk_error *err);

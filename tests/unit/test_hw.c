@@ -156,6 +156,10 @@ static void test_event_encode(void **state)
 	assert_true(cfg[0] == (0x82d0 | 1u << 23));
 	assert_int_equal(nk__perf_event_encode(&pf, "event=208", NULL, cfg, &err), 0);
 	assert_true(cfg[0] == 208);
+	assert_int_equal(nk__perf_event_encode(&pf, "config=0x1234567890,config1=5,event=1", NULL, cfg, &err), 0);
+	assert_true(cfg[0] == 0x1234567801ull && cfg[1] == 5);
+	assert_int_equal(nk__perf_event_encode(&pf, "config2=0xffffffffffffffff", NULL, cfg, &err), 0);
+	assert_true(cfg[0] == 0 && cfg[2] == ~0ull);
 
 	cfg[0] = 77;
 	assert_int_equal(nk__perf_event_encode(&pf, "event=0xcd,period=100", NULL, cfg, &err), NK_EPARSE);
@@ -389,7 +393,8 @@ static void test_live_failover(void **state)
 	put(root, "proc/sys/kernel/perf_event_paranoid", "3\n");
 	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 0, EACCES, &err), NK_ENOSYS);
 	assert_string_equal(err.message, "no precise memory sampling here: perf_event_open(mem-loads) failed: "
-					 "Permission denied: perf_event_paranoid is 3; run as root or set it to 1 or lower");
+					 "Permission denied: perf_event_paranoid is 3; "
+					 "run as root or set it to 1 or lower");
 	assert_int_equal(nk__hw_open_error("/nonexistent", NK__HW_EV_IBS, 0, EPERM, &err), NK_ENOSYS);
 	assert_non_null(strstr(err.message, "perf_event_open(ibs_op) failed: Operation not permitted: "
 					    "perf_event_paranoid is unknown;"));
