@@ -369,20 +369,22 @@ static void test_live_failover(void **state)
 	nk_error err = { 0 };
 	char *root;
 
+	/* A host with a core PMU may refuse for other reasons (a raw Intel event on AMD, the mlock limit):
+	 * there any reason will do.  On a host without one (this machine, its guests) the reasons are exact. */
+	static const char *const whatever[] = { "", NULL };
+	int host_pmu = access("/sys/bus/event_source/devices/cpu", F_OK) == 0 ||
+		       access("/sys/bus/event_source/devices/cpu_core", F_OK) == 0;
+
 	if (nk_machine_load_live(&m, &err))
 		fail_msg("%s", err.message);
 	/* the live system: on this host (no PMU) discovery or perf_event_open fails */
-	expect_failover(NULL, m, any);
+	expect_failover(NULL, m, host_pmu ? whatever : any);
 
-	/* an Intel tree on this host's kernel: perf_event_open itself fails (ENOENT without a PMU; a host
-	 * with another vendor's PMU may refuse the raw event for other reasons) */
-	static const char *const any_open[] = { "perf_event_open(", NULL };
-	int host_pmu = access("/sys/bus/event_source/devices/cpu", F_OK) == 0 ||
-		       access("/sys/bus/event_source/devices/cpu_core", F_OK) == 0;
+	/* an Intel tree on this host's kernel: perf_event_open itself fails (ENOENT without a PMU) */
 	root = tree();
 	intel_pmu(root, "cpu", "4\n", 1, 1, NULL);
 	put(root, "proc/sys/kernel/perf_event_paranoid", "2\n");
-	expect_failover(root, m, host_pmu ? any_open : open_fail);
+	expect_failover(root, m, host_pmu ? whatever : open_fail);
 	rm_tree(root);
 
 	/* an IBS PMU type no kernel has: ENOENT (or the paranoia message when that comes first) everywhere */
