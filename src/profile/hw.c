@@ -360,12 +360,20 @@ int nk__hw_open_error(const char *root, int ev, int cpu, int e, nk_error *err)
 				 what, strerror(e));
 	case EACCES:
 	case EPERM: {
-		char *p = NULL;
+		char *p = NULL, *end = NULL;
 		int rc = read_trim(root, "/proc/sys/kernel/perf_event_paranoid", &p);
-		rc = nk__error(err, NK_ENOSYS,
-			       NOPE ": perf_event_open(%s) failed: %s: perf_event_paranoid is %s; run as root or "
-				    "set it to 1 or lower",
-			       what, strerror(e), rc ? "unknown" : p);
+		long level = rc ? 99 : strtol(p, &end, 10);
+
+		if (!rc && end != p && *end == '\0' && level <= 1) /* not the paranoia: a seccomp filter, an LSM */
+			rc = nk__error(err, NK_ENOSYS,
+				       NOPE ": perf_event_open(%s) failed: %s although perf_event_paranoid is %ld (a "
+					    "seccomp filter or security module of this container or system denies it)",
+				       what, strerror(e), level);
+		else
+			rc = nk__error(err, NK_ENOSYS,
+				       NOPE ": perf_event_open(%s) failed: %s: perf_event_paranoid is %s; run as root "
+					    "or set it to 1 or lower",
+				       what, strerror(e), rc ? "unknown" : p);
 		free(p);
 		return rc;
 	}

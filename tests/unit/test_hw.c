@@ -404,6 +404,10 @@ static void test_live_failover(void **state)
 	assert_int_equal(nk__hw_open_error("/nonexistent", NK__HW_EV_IBS, 0, EPERM, &err), NK_ENOSYS);
 	assert_non_null(strstr(err.message, "perf_event_open(ibs_op) failed: Operation not permitted: "
 					    "perf_event_paranoid is unknown;"));
+	put(root, "proc/sys/kernel/perf_event_paranoid", "-1\n");
+	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_LOAD, 0, EPERM, &err), NK_ENOSYS);
+	assert_non_null(strstr(err.message, "failed: Operation not permitted although perf_event_paranoid is -1 (a "
+					    "seccomp filter or security module"));
 	assert_int_equal(nk__hw_open_error(root, NK__HW_EV_STORE, 5, EOPNOTSUPP, &err), NK_ENOSYS);
 	assert_non_null(strstr(err.message, "perf_event_open(mem-stores) failed: Operation not supported (this "
 					    "machine or VM exposes no hardware PMU)"));
