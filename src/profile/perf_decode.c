@@ -543,18 +543,15 @@ int nk__perf_ring_decode(const uint8_t *data, uint64_t size, uint64_t *tail, uin
 	while (t != head) {
 		uint64_t off = t & (size - 1), avail = head - t;
 		const uint8_t *rec;
-		uint16_t type, rsize;
-		uint8_t hdr[8];
+		uint32_t type;
+		uint16_t rsize;
+		uint8_t hdr[8]; /* struct perf_event_header: u32 type, u16 misc, u16 size */
 
 		if (avail < 8)
 			goto corrupt;
 		for (unsigned i = 0; i < 8; i++)
 			hdr[i] = data[(off + i) & (size - 1)];
-		{ /* struct perf_event_header: u32 type, u16 misc, u16 size */
-			uint32_t ty;
-			memcpy(&ty, hdr, 4);
-			type = ty > 0xffff ? 0xffff : (uint16_t)ty;
-		}
+		memcpy(&type, hdr, 4);
 		memcpy(&rsize, hdr + 6, 2);
 		if (rsize < 8 || (rsize & 7) || rsize > avail)
 			goto corrupt;
