@@ -239,4 +239,24 @@ int nk__os_unmap(void *addr, size_t len);
 /** CLOCK_MONOTONIC in nanoseconds. */
 uint64_t nk__os_now_ns(void);
 
+
+/* ---- perf ---- (src/os/linux_perf.c, for the hw sampler src/profile/hw.c)
+ * perf_event_open(2) and its ring buffers.  -errno returns, untranslated:
+ * the caller turns ENOENT/EOPNOTSUPP ("no PMU") or EACCES ("paranoid") into
+ * a message.
+ */
+struct perf_event_attr;
+
+/** perf_event_open(2) with PERF_FLAG_FD_CLOEXEC added to @p flags.  The fd, or -errno (-ENOSYS without the call). */
+int nk__os_perf_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd, unsigned long flags);
+
+/** mmap(2) @p len bytes (1 + 2^n pages) of perf fd @p fd read-write, shared.  0 or -errno. */
+int nk__os_perf_mmap(int fd, size_t len, void **out);
+
+/** Unmap what nk__os_perf_mmap() returned (NULL is a no-op).  0 or -errno. */
+int nk__os_perf_munmap(void *addr, size_t len);
+
+/** close(2) of a perf fd (negative fds are ignored).  0 or -errno. */
+int nk__os_perf_close(int fd);
+
 #endif
