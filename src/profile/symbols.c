@@ -396,7 +396,8 @@ static int merge_maps(struct smap **old, size_t *nold, struct smap *nw, size_t n
 			n++;
 		}
 	}
-	memcpy(r + n, nw, nnew * sizeof *nw);
+	if (nnew)
+		memcpy(r + n, nw, nnew * sizeof *nw);
 	n += nnew;
 	qsort(r, n, sizeof *r, map_cmp);
 	free(*old);
