@@ -17,17 +17,20 @@
  * variable whose location is one DW_OP_addr.  Each lookup is then a binary
  * search plus, for lines, libdw's own cached line table search.
  *
- * Names are left mangled: demangling C++ needs __cxa_demangle from libstdc++,
- * which this C library does not link.  Not thread-safe: one symtab per thread.
+ * C++ names are demangled with libstdc++'s __cxa_demangle, looked up at run
+ * time (dlopen of libstdc++.so.6, no link dependency); without libstdc++ they
+ * stay mangled.  Not thread-safe: one symtab per thread.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +55,8 @@ struct smap {
 
 struct fsym {
 	uint64_t addr, size; /* link-time */
-	const char *name;    /* in the ELF string table */
+	const char *name;    /* in the ELF string table; demangled on first use */
+	int demangled; /* 0 not yet, 1 not mangled, 2 demangled */
 	int rank;            /* prefer GLOBAL > WEAK > LOCAL, sized over unsized */
 };
 
@@ -124,6 +128,46 @@ static const char *keep(nk__symtab *s, char *str)
 static const char *keep_copy(nk__symtab *s, const char *str)
 {
 	return keep(s, strdup(str));
+}
+
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+static demangle_fn cxa_demangle;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void)
+{
+	void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (lib) /* kept loaded: the pointer is used for the life of the process */
+		cxa_demangle = (demangle_fn)(uintptr_t)dlsym(lib, "__cxa_demangle");
+}
+
+/* The demangled form of a C++ name (kept in the symtab), else @p name itself. */
+static const char *demangle(nk__symtab *s, const char *name)
+{
+	int status = -1;
+	char *d;
+
+	if (!name || strncmp(name, "_Z", 2))
+		return name;
+	pthread_once(&cxa_once, find_demangler);
+	if (!cxa_demangle || !(d = cxa_demangle(name, NULL, NULL, &status)))
+		return name;
+	if (status) {
+		free(d);
+		return name;
+	}
+	const char *k = keep(s, d);
+	return k ? k : name;
+}
+
+static const char *sym_name(nk__symtab *s, struct fsym *f)
+{
+	if (!f->demangled) {
+		const char *d = demangle(s, f->name);
+		f->demangled = d == f->name ? 1 : 2;
+		f->name = d;
+	}
+	return f->name;
 }
 
 static void warn(nk__symtab *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -774,8 +818,10 @@ static void read_symbols(struct sobj *o, Elf *elf, Elf_Scn *scn)
 			continue;
 		if (!(name = elf_strptr(elf, sh.sh_link, sym.st_name)) || !*name)
 			continue;
-		struct fsym f = { sym.st_value, sym.st_size, name,
-				  (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (sym.st_size != 0) };
+		struct fsym f = { .addr = sym.st_value,
+				  .size = sym.st_size,
+				  .name = name,
+				  .rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (sym.st_size != 0) };
 		if (type == STT_OBJECT) {
 			GElf_Shdr ss;
 			Elf_Scn *sec = elf_getscn(elf, sym.st_shndx);
@@ -808,7 +854,7 @@ static void load_symbols(struct sobj *o)
 }
 
 /* The symbol containing link-time address a (a sized one, or an unsized one exactly at a). */
-static const struct fsym *find_sym(const struct fsym *v, size_t n, uint64_t a)
+static struct fsym *find_sym(struct fsym *v, size_t n, uint64_t a)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) { /* first symbol above a */
@@ -819,7 +865,7 @@ static const struct fsym *find_sym(const struct fsym *v, size_t n, uint64_t a)
 			hi = mid;
 	}
 	for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
-		const struct fsym *f = &v[i - 1];
+		struct fsym *f = &v[i - 1];
 		if (a == f->addr || a - f->addr < f->size)
 			return f;
 	}
@@ -1156,9 +1202,9 @@ int nk__sym_ip(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out)
 	out->offset = ip - o->bias;
 	uint64_t a = ip - o->bias;
 	load_symbols(o);
-	const struct fsym *f = find_sym(o->funcs, o->nfuncs, a);
+	struct fsym *f = find_sym(o->funcs, o->nfuncs, a);
 	if (f)
-		out->function = f->name;
+		out->function = sym_name(s, f);
 	load_dwarf(o);
 	if (o->dw && find_cu(o, a, &cudie) == 0) {
 		Dwarf_Line *l = dwarf_getsrc_die(&cudie, a);
@@ -1172,9 +1218,7 @@ int nk__sym_ip(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out)
 			int ns = dwarf_getscopes(&cudie, a, &scopes);
 			for (int i = 0; i < ns; i++)
 				if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
-					const char *n = dwarf_diename(&scopes[i]);
-					if (n)
-						out->function = keep_copy(s, n);
+					out->function = demangle(s, dwarf_diename(&scopes[i]));
 					break;
 				}
 			free(scopes);
@@ -1196,11 +1240,11 @@ int nk__sym_data(nk__symtab *s, uint64_t addr, struct nk__sym_var *out)
 	uint64_t a = addr - o->bias;
 	load_symbols(o);
 	load_vars(o);
-	const struct fsym *f = find_sym(o->objs, o->nobjs, a);
+	struct fsym *f = find_sym(o->objs, o->nobjs, a);
 	struct dvar *v = NULL;
 	if (f) {
 		v = o->nvars ? var_at(o, f->addr, 0) : NULL;
-		out->name = f->name;
+		out->name = sym_name(s, f);
 		out->addr = f->addr + o->bias;
 		out->size = f->size;
 	} else if (o->nvars) {
@@ -1218,8 +1262,10 @@ int nk__sym_data(nk__symtab *s, uint64_t addr, struct nk__sym_var *out)
 	if (v) {
 		fill_var(s, o, v);
 		/* a static local is "count.1" in .symtab and "count" in DWARF */
-		if (f && v->name && strchr(f->name, '.') && strncmp(f->name, "_Z", 2))
+		if (f && v->name && f->demangled == 1 && strchr(f->name, '.'))
 			out->name = v->name;
+		else if (!f)
+			out->name = demangle(s, v->name);
 		out->type = v->type;
 		out->decl_file = v->decl_file;
 		out->decl_line = v->decl_line;

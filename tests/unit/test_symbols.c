@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <gelf.h>
@@ -24,8 +25,15 @@ int nkt_counts[100]; enum { COUNTS_LINE = __LINE__ };
 struct nkt_point { int x, y; };
 struct nkt_point nkt_origin = { 1, 2 }; enum { ORIGIN_LINE = __LINE__ };
 int *nkt_ptr = &nkt_counts[3];
+/* C++ names (given by asm labels): demangled when libstdc++ is there */
+long nkt_mangled[4] __asm__("_ZN3nkt7mangledE");
+int nkt_cxx_fn(int x) __asm__("_ZN3nkt2fnEi");
+__attribute__((noinline)) int nkt_cxx_fn(int x)
+{
+	return x + (int)nkt_mangled[x & 3];
+}
 /* the compiler must keep them */
-void *volatile nkt_keep[4] = { nkt_grid, nkt_counts, &nkt_origin, &nkt_ptr };
+void *volatile nkt_keep[5] = { nkt_grid, nkt_counts, &nkt_origin, &nkt_ptr, nkt_mangled };
 
 static int *static_local(void)
 {
@@ -154,6 +162,33 @@ enum { RA_LINE = __LINE__ };
 static __attribute__((noinline)) void *return_address(void)
 {
 	return __builtin_return_address(0);
+}
+
+static int have_libstdcxx(void)
+{
+	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+static void test_cxx_names(void **state)
+{
+	(void)state;
+	nk__symtab *s = open_self();
+	struct nk__sym_loc loc;
+	struct nk__sym_var v;
+	int cxx = have_libstdcxx();
+
+	assert_int_equal(nkt_cxx_fn(4), 4);
+	assert_int_equal(nk__sym_ip(s, (uint64_t)(uintptr_t)&nkt_cxx_fn + 1, &loc), 1);
+	assert_string_equal(loc.function, cxx ? "nkt::fn(int)" : "_ZN3nkt2fnEi");
+	assert_int_equal(nk__sym_data(s, (uint64_t)(uintptr_t)&nkt_mangled[2], &v), 1);
+	assert_string_equal(v.name, cxx ? "nkt::mangled" : "_ZN3nkt7mangledE");
+	assert_true(v.size == sizeof nkt_mangled);
+	if (self_has_dwarf() && strcmp(v.type, "long int[4]") && strcmp(v.type, "long[4]")) /* gcc, clang */
+		fail_msg("type %s", v.type);
+	nk__sym_close(s);
 }
 
 static void test_self_code(void **state)
@@ -415,7 +450,7 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_self_data),   cmocka_unit_test(test_self_code), cmocka_unit_test(test_heap),
+		cmocka_unit_test(test_self_data),   cmocka_unit_test(test_self_code), cmocka_unit_test(test_cxx_names), cmocka_unit_test(test_heap),
 		cmocka_unit_test(test_changed_objects), cmocka_unit_test(test_merge),     cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
