@@ -14,7 +14,7 @@
  * asked, into sorted arrays: ELF function and object symbols (.symtab of the
  * object or of its separate debug file /usr/lib/debug/.build-id/xx/yyy.debug,
  * else .dynsym), the address ranges of every compile unit, and every DWARF
- * variable whose location is one DW_OP_addr.  Each lookup is then a binary
+ * variable whose location is one DW_OP_addr (or DW_OP_addrx).  Each lookup is then a binary
  * search plus, for lines, libdw's own cached line table search.
  *
  * C++ names are demangled with libstdc++'s __cxa_demangle, looked up at run
@@ -943,8 +943,19 @@ static void add_var(struct sobj *o, Dwarf_Die *die, size_t *cap)
 	Dwarf_Op *ops;
 	size_t nops;
 
-	if (!dwarf_attr(die, DW_AT_location, &at) || dwarf_getlocation(&at, &ops, &nops) || nops != 1 ||
-	    ops[0].atom != DW_OP_addr || !ops[0].number)
+	Dwarf_Attribute ax;
+	Dwarf_Addr addr;
+
+	if (!dwarf_attr(die, DW_AT_location, &at) || dwarf_getlocation(&at, &ops, &nops) || nops != 1)
+		return;
+	if (ops[0].atom == DW_OP_addr)
+		addr = ops[0].number;
+	else if ((ops[0].atom == DW_OP_addrx || ops[0].atom == DW_OP_GNU_addr_index) && /* DWARF 5 (clang) */
+		 !dwarf_getlocation_attr(&at, &ops[0], &ax) && !dwarf_formaddr(&ax, &addr))
+		;
+	else
+		return;
+	if (!addr)
 		return;
 	if (o->nvars == *cap) {
 		size_t c = *cap ? *cap * 2 : 256;
@@ -954,7 +965,7 @@ static void add_var(struct sobj *o, Dwarf_Die *die, size_t *cap)
 		o->vars = v;
 		*cap = c;
 	}
-	o->vars[o->nvars++] = (struct dvar){ .addr = ops[0].number, .die = dwarf_dieoffset(die) };
+	o->vars[o->nvars++] = (struct dvar){ .addr = addr, .die = dwarf_dieoffset(die) };
 }
 
 static void walk_vars(struct sobj *o, Dwarf_Die *die, int depth, size_t *cap)
