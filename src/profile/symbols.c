@@ -49,6 +49,7 @@ struct smap {
 	uint64_t lo, hi, off, inode;
 	unsigned dmaj, dmin;
 	int kind;
+	int exec;         /* mapped executable */
 	const char *name; /* owned by the symtab's string list */
 	size_t obj;       /* index + 1 into objs, 0 none */
 };
@@ -280,6 +281,7 @@ static const char *parse_line(const char *p, const char *end, struct smap *m, ch
 	if (end - p < 5 || (p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
 	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's') || p[4] != ' ')
 		return "expected permissions like \"r-xp\"";
+	m->exec = p[2] == 'x';
 	p += 5;
 	if (get_hex(&p, end, 16, &m->off) || expect(&p, end, ' '))
 		return "expected a hexadecimal offset";
@@ -484,6 +486,32 @@ static int is_deleted(const char *path)
 	return n >= 10 && !strcmp(path + n - 10, " (deleted)");
 }
 
+/*
+ * The bias that places mapping @p m on a PT_LOAD segment of @p elf: file offset off is at link-time
+ * address p_vaddr - p_offset + off.  With @p check, succeed only if some segment gives *bias (and is
+ * executable when the mapping is).  Returns 0 or -1.
+ */
+static int seg_bias(Elf *elf, size_t nph, const struct smap *m, int check, uint64_t *bias)
+{
+	for (size_t k = 0; k < nph; k++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)k, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		/* mappings start at a page boundary: any page size up to the segment's alignment */
+		uint64_t mask = ph.p_align > 0x1000 && !(ph.p_align & (ph.p_align - 1)) ? ph.p_align - 1 : 0xfff;
+		if (m->off < (ph.p_offset & ~mask) || m->off >= ph.p_offset + ph.p_filesz)
+			continue;
+		uint64_t b = m->lo - (ph.p_vaddr - ph.p_offset + m->off);
+		if (!check) {
+			*bias = b;
+			return 0;
+		}
+		if (b == *bias && (!m->exec || (ph.p_flags & PF_X)))
+			return 0;
+	}
+	return -1;
+}
+
 /* Open the object's ELF and find its bias; on any problem a warning and ok = 0. */
 static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, size_t nm)
 {
@@ -525,23 +553,24 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 		warn(s, "%s: not an ELF executable or shared object", o->path);
 		return;
 	}
-	/* the lowest mapping that maps part of a PT_LOAD segment gives the bias */
-	for (size_t i = 0; i < nm; i++) {
-		const struct smap *m = &s->maps[members[i]];
-		for (size_t k = 0; k < nph; k++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(o->elf, (int)k, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
-				continue;
-			uint64_t pstart = ph.p_offset & ~(uint64_t)0xfff;
-			if (m->off < pstart || m->off >= ph.p_offset + ph.p_filesz)
-				continue;
-			/* file offset off is at link-time address p_vaddr - p_offset + off */
-			o->bias = m->lo - (ph.p_vaddr - ph.p_offset + m->off);
-			o->ok = 1;
+	/*
+	 * The lowest mapping that maps part of a PT_LOAD segment gives the bias; every other mapping must
+	 * agree (a segment at its offset with the same bias, executable if the mapping is), else the file
+	 * is not the one that was mapped.
+	 */
+	size_t i = 0;
+	while (i < nm && seg_bias(o->elf, nph, &s->maps[members[i]], 0, &o->bias))
+		i++;
+	if (i == nm) {
+		warn(s, "%s: no mapping matches a loadable segment (changed since the profile was taken?)", o->path);
+		return;
+	}
+	for (i++; i < nm; i++)
+		if (seg_bias(o->elf, nph, &s->maps[members[i]], 1, &o->bias)) {
+			warn(s, "%s: segments differ from the mappings (changed since the profile was taken)", o->path);
 			return;
 		}
-	}
-	warn(s, "%s: no mapping matches a loadable segment (changed since the profile was taken?)", o->path);
+	o->ok = 1;
 }
 
 static void close_object(struct sobj *o)
