@@ -17,6 +17,10 @@
  * variable whose location is one DW_OP_addr (or DW_OP_addrx).  Each lookup is then a binary
  * search plus, for lines, libdw's own cached line table search.
  *
+ * The end of .bss lies in the anonymous mapping that follows an object's last
+ * file mapping: addresses there (within the object's PT_LOAD extent) belong
+ * to the object, for nk__sym_data and for nk__sym_mapping (kind FILE).
+ *
  * C++ names are demangled with libstdc++'s __cxa_demangle, looked up at run
  * time (dlopen of libstdc++.so.6, no link dependency); without libstdc++ they
  * stay mangled.  Not thread-safe: one symtab per thread.
@@ -81,6 +85,7 @@ struct sobj {
 	unsigned dmaj, dmin;
 	int ok;        /* ELF opened and bias known */
 	uint64_t bias; /* run-time = link-time + bias */
+	uint64_t end;  /* link-time end of the highest PT_LOAD (.bss included) */
 	int fd, dbg_fd;
 	Elf *elf, *dbg_elf;
 	int syms_loaded;
@@ -570,6 +575,11 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 			warn(s, "%s: segments differ from the mappings (changed since the profile was taken)", o->path);
 			return;
 		}
+	for (size_t k = 0; k < nph; k++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(o->elf, (int)k, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr + ph.p_memsz > o->end)
+			o->end = ph.p_vaddr + ph.p_memsz;
+	}
 	o->ok = 1;
 }
 
@@ -713,6 +723,8 @@ static const struct smap *find_map(const nk__symtab *s, uint64_t addr)
 	return NULL;
 }
 
+static struct sobj *data_object_of(const nk__symtab *s, const struct smap *m, uint64_t addr);
+
 int nk__sym_mapping(nk__symtab *s, uint64_t addr, const char **name, uint64_t *lo, uint64_t *hi)
 {
 	const struct smap *m = s ? find_map(s, addr) : NULL;
@@ -725,13 +737,20 @@ int nk__sym_mapping(nk__symtab *s, uint64_t addr, const char **name, uint64_t *l
 			*hi = 0;
 		return NK__MAP_NONE;
 	}
+	int kind = m->kind;
+	const struct sobj *o;
 	if (name)
 		*name = m->kind == NK__MAP_ANON && !m->name[0] ? "[anon]" : m->name;
+	if (kind == NK__MAP_ANON && (o = data_object_of(s, m, addr))) { /* .bss past the file's pages */
+		kind = NK__MAP_FILE;
+		if (name)
+			*name = o->path;
+	}
 	if (lo)
 		*lo = m->lo;
 	if (hi)
 		*hi = m->hi;
-	return m->kind;
+	return kind;
 }
 
 /* -------------------------------------------------------------- ELF symbols */
@@ -1214,12 +1233,17 @@ static struct sobj *object_of(nk__symtab *s, const struct smap *m)
 	return m && m->obj ? &s->objs[m->obj - 1] : NULL;
 }
 
-/* The object of a data address: also the end of .bss, in the anonymous mapping right after the object's. */
-static struct sobj *data_object_of(nk__symtab *s, const struct smap *m)
+/*
+ * The object of a data address: also the end of .bss, in the anonymous mapping right after the
+ * object's last one (within the object's extent).
+ */
+static struct sobj *data_object_of(const nk__symtab *s, const struct smap *m, uint64_t addr)
 {
-	if (m && m->kind == NK__MAP_ANON && !m->name[0] && m > s->maps && m[-1].hi == m->lo)
-		m--;
-	return object_of(s, m);
+	if (m && m->kind == NK__MAP_ANON && !m->name[0] && m > s->maps && m[-1].hi == m->lo && m[-1].obj) {
+		struct sobj *o = &s->objs[m[-1].obj - 1];
+		return o->ok && addr - o->bias < o->end ? o : NULL;
+	}
+	return m && m->obj ? &s->objs[m->obj - 1] : NULL;
 }
 
 int nk__sym_ip(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out)
@@ -1275,7 +1299,7 @@ int nk__sym_data(nk__symtab *s, uint64_t addr, struct nk__sym_var *out)
 	if (!out)
 		return 0;
 	memset(out, 0, sizeof *out);
-	if (!s || !(m = find_map(s, addr)) || !(o = data_object_of(s, m)) || !o->ok)
+	if (!s || !(m = find_map(s, addr)) || !(o = data_object_of(s, m, addr)) || !o->ok)
 		return 0;
 	uint64_t a = addr - o->bias;
 	load_symbols(o);

@@ -149,8 +149,12 @@ static void test_self_data(void **state)
 	assert_string_equal(name, "[stack]");
 	assert_true(lo <= sp && sp < hi);
 
-	/* the executable's own mapping */
+	/* the executable's own mapping; .bss past the file's last page too (an anonymous mapping in maps) */
 	assert_int_equal(nk__sym_mapping(s, (uint64_t)(uintptr_t)nkt_grid, &name, &lo, &hi), NK__MAP_FILE);
+	assert_non_null(strstr(name, "test_symbols"));
+	assert_int_equal(nk__sym_mapping(s, (uint64_t)(uintptr_t)&nkt_grid[4095], &name, &lo, &hi), NK__MAP_FILE);
+	assert_non_null(strstr(name, "test_symbols"));
+	assert_int_equal(nk__sym_mapping(s, (uint64_t)(uintptr_t)local, &name, &lo, &hi), NK__MAP_FILE);
 	assert_non_null(strstr(name, "test_symbols"));
 	assert_int_equal(nk__sym_mapping(s, 0, &name, &lo, &hi), NK__MAP_NONE);
 	assert_null(name);
