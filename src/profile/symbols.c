@@ -525,37 +525,46 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 	size_t nph;
 
 	o->fd = o->dbg_fd = -1;
+	/* files mapped without execute permission are data (locale archives, caches, memfds...): no warning */
+	int code = 0;
+	for (size_t i = 0; i < nm; i++)
+		code |= s->maps[members[i]].exec;
+#define OWARN(...)                             \
+	do {                                   \
+		if (code)                      \
+			warn(s, __VA_ARGS__); \
+	} while (0)
 	if (is_deleted(o->path)) {
-		warn(s, "%s: deleted since the profile was taken", o->path);
+		OWARN("%s: deleted while mapped", o->path);
 		return;
 	}
 	if (stat(o->path, &st)) {
-		warn(s, "%s: %s", o->path, strerror(errno));
+		OWARN("%s: %s", o->path, strerror(errno));
 		return;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-		warn(s, "%s: not an ELF file", o->path);
+		OWARN("%s: not an ELF file", o->path);
 		return;
 	}
 	if (o->inode && major(st.st_dev) == o->dmaj && minor(st.st_dev) == o->dmin && st.st_ino != o->inode) {
-		warn(s, "%s: replaced since the profile was taken (inode %" PRIu64 ", now %" PRIu64 ")", o->path,
+		OWARN("%s: replaced since the profile was taken (inode %" PRIu64 ", now %" PRIu64 ")", o->path,
 		     o->inode, (uint64_t)st.st_ino);
 		return;
 	}
 	for (size_t i = 0; i < nm; i++)
 		if (s->maps[members[i]].off >= (uint64_t)st.st_size) {
-			warn(s, "%s: shorter than when the profile was taken (changed since)", o->path);
+			OWARN("%s: shorter than when the profile was taken (changed since)", o->path);
 			return;
 		}
 	o->fd = open(o->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (o->fd < 0) {
-		warn(s, "%s: %s", o->path, strerror(errno));
+		OWARN("%s: %s", o->path, strerror(errno));
 		return;
 	}
 	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
 	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF || !gelf_getehdr(o->elf, &eh) ||
 	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || elf_getphdrnum(o->elf, &nph)) {
-		warn(s, "%s: not an ELF executable or shared object", o->path);
+		OWARN("%s: not an ELF executable or shared object", o->path);
 		return;
 	}
 	/*
@@ -567,12 +576,12 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 	while (i < nm && seg_bias(o->elf, nph, &s->maps[members[i]], 0, &o->bias))
 		i++;
 	if (i == nm) {
-		warn(s, "%s: no mapping matches a loadable segment (changed since the profile was taken?)", o->path);
+		OWARN("%s: no mapping matches a loadable segment (changed since the profile was taken?)", o->path);
 		return;
 	}
 	for (i++; i < nm; i++)
 		if (seg_bias(o->elf, nph, &s->maps[members[i]], 1, &o->bias)) {
-			warn(s, "%s: segments differ from the mappings (changed since the profile was taken)", o->path);
+			OWARN("%s: segments differ from the mappings (changed since the profile was taken)", o->path);
 			return;
 		}
 	for (size_t k = 0; k < nph; k++) {
@@ -582,6 +591,7 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 	}
 	o->ok = 1;
 }
+#undef OWARN
 
 static void close_object(struct sobj *o)
 {
