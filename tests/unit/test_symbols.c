@@ -470,8 +470,9 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_self_data),   cmocka_unit_test(test_self_code), cmocka_unit_test(test_cxx_names), cmocka_unit_test(test_heap),
-		cmocka_unit_test(test_changed_objects), cmocka_unit_test(test_merge),     cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_self_data),       cmocka_unit_test(test_self_code), cmocka_unit_test(test_cxx_names),
+		cmocka_unit_test(test_heap),            cmocka_unit_test(test_changed_objects),
+		cmocka_unit_test(test_merge),           cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
