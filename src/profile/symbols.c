@@ -669,8 +669,8 @@ int nk__sym_open(const char *const *maps_texts, size_t n, nk__symtab **out, nk_e
 	if (!s)
 		return nk__error(err, NK_ENOMEM, "nk__sym_open: out of memory");
 	for (size_t i = 0; i < n; i++) {
-		struct smap *v;
-		size_t nv;
+		struct smap *v = NULL;
+		size_t nv = 0;
 		rc = parse_text(s, maps_texts[i], i, n, &v, &nv, err);
 		if (rc)
 			goto fail;

@@ -222,7 +222,8 @@ static void test_self_code(void **state)
 	if (self_has_dwarf()) {
 		int def = RA_LINE + 1;
 		assert_non_null(strstr(loc.file, "test_symbols.c"));
-		if (loc.line < def || loc.line > def + 2)
+		/* -O2 (RelWithDebInfo, CI) attributes the one instruction to the closing brace */
+		if (loc.line < def || loc.line > def + 3)
 			fail_msg("return_address() starts on line %d, symbolised as %d", def, loc.line);
 	}
 	/* twice: the cached answer is the same */
