@@ -950,7 +950,9 @@ static int pages(struct ctx *c, int *nidx)
 	uint64_t *tot = calloc(nt, sizeof(uint64_t)), *run = calloc(nt, sizeof(uint64_t)),
 		 *best = calloc(nt, sizeof(uint64_t));
 	int64_t *lastpos = malloc(nt * sizeof(int64_t));
-	if (!pt || !owner || !tot || !run || !best || !lastpos) {
+	unsigned char *seen = calloc(nt, 1);
+	if (!pt || !owner || !tot || !run || !best || !lastpos || !seen) {
+		free(seen);
 		free(pt);
 		free(owner);
 		free(tot);
@@ -988,6 +990,10 @@ static int pages(struct ctx *c, int *nidx)
 				v->pages_on[pi]++;
 			int cross = 0, cn = -1;
 			for (size_t k = 0; k < npt; k++) {
+				if (!seen[pt[k].thread]) {
+					seen[pt[k].thread] = 1;
+					v->threads++;
+				}
 				if (pt[k].cnode < 0)
 					continue;
 				if (cn < 0)
@@ -1038,6 +1044,7 @@ static int pages(struct ctx *c, int *nidx)
 			}
 		}
 		v->regularity = n_owner ? (double)inside / (double)n_owner : -1;
+		memset(seen, 0, nt);
 		a->pages_private += v->pages_private;
 		a->pages_node_shared += v->pages_node_shared;
 		a->pages_cross_shared += v->pages_cross_shared;
@@ -1048,6 +1055,7 @@ static int pages(struct ctx *c, int *nidx)
 	free(run);
 	free(best);
 	free(lastpos);
+	free(seen);
 	return 0;
 }
 
@@ -1211,7 +1219,6 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	}
 	v->dominant_share = pages_known ? (double)top / (double)pages_known : 0;
 	double cross = v->pages ? (double)v->pages_cross_shared / (double)v->pages : 0;
-	double priv = v->pages ? (double)v->pages_private / (double)v->pages : 0;
 	uint64_t typed = v->reads + v->writes;
 	int read_mostly = typed && (double)v->reads / (double)typed >= NK__AN_READ_MOSTLY;
 	int regular = v->regularity >= NK__AN_REGULAR;
@@ -1238,7 +1245,7 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 		v->fix = NK__FIX_NONE;
 	else if (a->numa_factor > 0 && a->numa_factor < NK__AN_MIN_NUMA_FACTOR)
 		v->fix = NK__FIX_NOT_WORTH;
-	else if (v->small || priv >= NK__AN_PRIVATE_PAGES)
+	else if (v->small || v->threads == 1)
 		v->fix = NK__FIX_LEAVE;
 	else if (regular && v->diag != NK__DIAG_SHARING)
 		v->fix = NK__FIX_PARALLEL_INIT;

@@ -25,7 +25,6 @@
 #define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
 #define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
-#define NK__AN_PRIVATE_PAGES 0.90   /* this share of its pages private (one thread): leave it */
 #define NK__AN_REGULAR 0.80         /* regularity at least this: regular (each thread one contiguous slice) */
 #define NK__AN_READ_MOSTLY 0.90     /* reads at least this share of the typed accesses: read-mostly */
 #define NK__AN_MIN_NUMA_FACTOR 1.20 /* largest NUMA factor below this: placement is not worth changing */
@@ -50,7 +49,7 @@ enum nk__diag {
 
 enum nk__fix {
 	NK__FIX_NONE = 0,          /* nothing to do (fine, too few samples) */
-	NK__FIX_LEAVE = 1,         /* small (< L2) or private: leave it */
+	NK__FIX_LEAVE = 1,         /* small (< L2) or used by one thread only: leave it */
 	NK__FIX_NOT_WORTH = 2,     /* NUMA factor < NK__AN_MIN_NUMA_FACTOR */
 	NK__FIX_PARALLEL_INIT = 3, /* regular + partitioned: initialise in parallel with the compute partition, or `block` */
 	NK__FIX_CYCLIC = 4,        /* shared or irregular: `cyclic` */
@@ -77,6 +76,7 @@ struct nk__an_var {
 	uint64_t *acc_page;   /* [n_nodes] accesses by the node of the page */
 	uint64_t *pages_on;   /* [n_nodes] distinct sampled pages by node (last node seen) */
 	uint64_t pages;       /* distinct pages sampled */
+	uint64_t threads;     /* distinct threads that accessed it (1: private to a thread, leave it) */
 	uint64_t pages_private, pages_node_shared, pages_cross_shared;
 	/* first touch: the most common instruction among NK__SF_FIRST_TOUCH samples */
 	uint64_t ft_samples;  /* first-touch samples of the variable */

@@ -188,7 +188,7 @@ static const char *fix_text(const struct nk__analysis *a, const struct nk__an_va
 {
 	switch (v->fix) {
 	case NK__FIX_LEAVE:
-		snprintf(buf, cap, "leave it (%s)", v->small ? "smaller than L2" : "private to its threads");
+		snprintf(buf, cap, "leave it (%s)", v->small ? "smaller than L2" : "used by one thread only");
 		break;
 	case NK__FIX_NOT_WORTH:
 		snprintf(buf, cap, "not worth it: NUMA factor %.2f < %.2f", a->numa_factor, NK__AN_MIN_NUMA_FACTOR);
@@ -210,6 +210,34 @@ static const char *fix_text(const struct nk__analysis *a, const struct nk__an_va
 }
 
 /* ---------------------------------------------------------------- text */
+
+/* @p text after @p indent spaces, wrapped at word boundaries to 100 columns. */
+static void wrapped(struct buf *b, int indent, const char *prefix, const char *text)
+{
+	int col = indent + (int)strlen(prefix);
+	bprintf(b, "%*s%s", indent, "", prefix);
+	int first = 1;
+	while (*text) {
+		while (*text == ' ')
+			text++;
+		if (!*text)
+			break;
+		const char *sp = strchr(text, ' ');
+		int w = sp ? (int)(sp - text) : (int)strlen(text);
+		if (!first && col + 1 + w > 100) {
+			bprintf(b, "\n%*s", indent + 2, "");
+			col = indent + 2;
+		} else if (!first) {
+			bprintf(b, " ");
+			col++;
+		}
+		bprintf(b, "%.*s", w, text);
+		col += w;
+		text += w;
+		first = 0;
+	}
+	bprintf(b, "\n");
+}
 
 #define TEXT_VARS 12 /* variables listed per node and in the table */
 
@@ -249,8 +277,8 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 				(unsigned long long)v->remote_cpu[n], pct(v->remote_cpu[n], v->acc_cpu[n]));
 			for (int k = 0; k < v->n_lines && k < 3; k++)
 				if (v->lines[k].remote)
-					bprintf(b, "      %-54s %10llu remote\n", fit(v->lines[k].where, 54, s2, sizeof(s2)),
-						(unsigned long long)v->lines[k].remote);
+					bprintf(b, "      at %-52s %10llu remote (all nodes)\n",
+						fit(v->lines[k].where, 52, s2, sizeof(s2)), (unsigned long long)v->lines[k].remote);
 		}
 		if (!shown)
 			bprintf(b, "  (no remote access sampled)\n");
@@ -282,8 +310,10 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 
 	if (a->n_threads && a->n_nodes) {
 		bprintf(b, "\n== Threads x page nodes (%% of the thread's accesses) ==\n%-22s %5s", "thread", "runs");
-		for (int n = 0; n < a->n_nodes; n++)
-			bprintf(b, " %6s%-2d", "node", a->node_ids[n]);
+		for (int n = 0; n < a->n_nodes; n++) {
+			snprintf(s1, sizeof(s1), "node%d", a->node_ids[n]);
+			bprintf(b, " %8s", s1);
+		}
 		bprintf(b, "\n");
 		for (size_t t = 0; t < a->n_threads && t < 64; t++) {
 			const struct nk__an_thread *th = &a->threads[t];
@@ -341,15 +371,16 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 		if (v->diag == NK__DIAG_FEW_SAMPLES && v->remote == 0)
 			continue;
 		said++;
-		bprintf(b, "%s [%s]\n  %s\n  fix: %s\n", v->name, nk__an_diag_name(v->diag), v->explain,
-			fix_text(a, v, fx, sizeof(fx)));
+		bprintf(b, "%s [%s]\n", v->name, nk__an_diag_name(v->diag));
+		wrapped(b, 2, "", v->explain);
+		wrapped(b, 2, "fix: ", fix_text(a, v, fx, sizeof(fx)));
 	}
 	if (!said)
 		bprintf(b, "(nothing sampled)\n");
 	if (a->n_warnings) {
 		bprintf(b, "\n== Warnings ==\n");
 		for (size_t i = 0; i < a->n_warnings; i++)
-			bprintf(b, "- %s\n", a->warnings[i]);
+			wrapped(b, 0, "- ", a->warnings[i]);
 	}
 }
 
@@ -386,7 +417,6 @@ static json_t *json_report(const struct nk__analysis *a)
 	json_object_set_new(thr, "fine_remote", json_real(NK__AN_FINE_REMOTE));
 	json_object_set_new(thr, "hotspot_node", json_real(NK__AN_HOTSPOT_NODE));
 	json_object_set_new(thr, "shared_pages", json_real(NK__AN_SHARED_PAGES));
-	json_object_set_new(thr, "private_pages", json_real(NK__AN_PRIVATE_PAGES));
 	json_object_set_new(thr, "regular", json_real(NK__AN_REGULAR));
 	json_object_set_new(thr, "min_numa_factor", json_real(NK__AN_MIN_NUMA_FACTOR));
 	json_object_set_new(r, "thresholds", thr);
@@ -420,6 +450,7 @@ static json_t *json_report(const struct nk__analysis *a)
 		json_object_set_new(o, "by_page_node", u64_array(v->acc_page, nn));
 		json_object_set_new(o, "pages_by_node", u64_array(v->pages_on, nn));
 		json_object_set_new(o, "pages", json_integer((json_int_t)v->pages));
+		json_object_set_new(o, "threads", json_integer((json_int_t)v->threads));
 		json_object_set_new(o, "pages_private", json_integer((json_int_t)v->pages_private));
 		json_object_set_new(o, "pages_node_shared", json_integer((json_int_t)v->pages_node_shared));
 		json_object_set_new(o, "pages_cross_shared", json_integer((json_int_t)v->pages_cross_shared));
@@ -517,6 +548,23 @@ static void hesc(struct buf *b, const char *s)
 	}
 }
 
+/* As hesc, `text` in backquotes becoming <code>text</code>. */
+static void hesc_code(struct buf *b, const char *s)
+{
+	int open = 0;
+	for (; *s; s++) {
+		if (*s == '`') {
+			bprintf(b, open ? "</code>" : "<code>");
+			open = !open;
+		} else {
+			char c[2] = { *s, 0 };
+			hesc(b, c);
+		}
+	}
+	if (open)
+		bprintf(b, "</code>");
+}
+
 static const char *diag_color(int d)
 {
 	switch (d) {
@@ -544,10 +592,11 @@ static void heat(struct buf *b, double f)
 	bprintf(b, "rgb(250,%d,%d)", g, bl);
 }
 
+/* A heat map of @p v (nr x nc); cells show @p v itself when @p raw, else % of the largest. */
 static void svg_heatmap(struct buf *b, const char *title, const char *const *rows, size_t nr, const char *const *cols,
-			size_t nc, const double *v, int diag_blank)
+			size_t nc, const double *v, int diag_blank, int raw)
 {
-	const int cell = nc > 24 ? 14 : 34, lw = 130, th = 24;
+	const int cell = nc > 24 ? 14 : nc <= 8 ? 44 : 34, lw = 130, th = 24;
 	double mx = 0;
 	for (size_t i = 0; i < nr * nc; i++)
 		if (v[i] > mx && !(diag_blank && i / nc == i % nc))
@@ -579,7 +628,7 @@ static void svg_heatmap(struct buf *b, const char *title, const char *const *row
 			bprintf(b, "\"><title>%.4g</title></rect>", v[i * nc + j]);
 			if (cell >= 30 && !(diag_blank && i == j))
 				bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"cv\" text-anchor=\"middle\">%.0f</text>",
-					lw + (int)j * cell + cell / 2, y + cell / 2 + 4, 100 * f);
+					lw + (int)j * cell + cell / 2, y + cell / 2 + 4, raw ? v[i * nc + j] : 100 * f);
 		}
 	}
 	bprintf(b, "</svg></figure>\n");
@@ -603,13 +652,13 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		   "padding:10px 16px;min-width:120px}.card b{display:block;font-size:20px}.card span{color:#666;"
 		   "font-size:12px}\n"
 		   "table{border-collapse:collapse;width:100%%}td,th{padding:5px 8px;border-bottom:1px solid #eee;"
-		   "text-align:left;vertical-align:top}th{background:#fafafa;font-weight:600}td.n{text-align:right;"
+		   "text-align:left;vertical-align:top}th{background:#fafafa;font-weight:600}td.n,th.n{text-align:right;"
 		   "font-variant-numeric:tabular-nums}\n"
 		   ".tag{color:#fff;border-radius:4px;padding:1px 6px;font-size:12px;white-space:nowrap}\n"
 		   "code{background:#f1f1f1;padding:0 3px;border-radius:3px}.ax{font-size:11px;fill:#444}"
 		   ".cv{font-size:10px;fill:#222}\n"
 		   "figure{margin:10px 0;display:inline-block;vertical-align:top;margin-right:24px}figcaption{font-weight:600;"
-		   "margin-bottom:4px}.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;"
+		   "margin-bottom:4px}.legend .sw{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;"
 		   "vertical-align:middle}.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;"
 		   "margin:4px 0}.muted{color:#777}\n"
 		   "</style></head><body>\n<h1>numakit report: ");
@@ -653,7 +702,7 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 			diag_color(v->diag), nk__an_diag_name(v->diag));
 		hesc(b, v->explain);
 		bprintf(b, "</td><td>");
-		hesc(b, fix_text(a, v, fx, sizeof(fx)));
+		hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
 		bprintf(b, "</td></tr>\n");
 	}
 	bprintf(b, "</table>\n");
@@ -668,10 +717,9 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		const int lw = 250, bw = 620, bh = 12, gap = 2;
 		int rowh = a->n_nodes * (bh + gap) + 10;
 		int h = 30 + (int)nv * rowh;
-		bprintf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\">local<span style=\"background:"
-			   "#43a047\"></span>remote<span style=\"background:#e53935\"></span>unknown node"
-			   "<span style=\"background:#bdbdbd\"></span> &nbsp; one bar per node of the accessing cpus"
-			   "</div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
+		bprintf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\"><span class=\"sw\" "
+			   "style=\"background:#43a047\"></span>local<span class=\"sw\" style=\"background:#e53935\"></span>remote &nbsp; "
+			   "<span class=\"muted\">one bar per node of the accessing cpus (n0 = node 0)</span></div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
 			lw + bw + 120, h);
 		for (size_t i = 0; i < nv; i++) {
 			const struct nk__an_var *v = &a->vars[i];
@@ -745,10 +793,10 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 					m[t * nn + n] = pct(a->thread_node[t * nn + n], tot);
 			}
 			for (size_t n = 0; n < nn; n++) {
-				snprintf(cols[n], sizeof(cols[n]), "node %d", a->node_ids[n]);
+				snprintf(cols[n], sizeof(cols[n]), "node%d", a->node_ids[n]);
 				colp[n] = cols[n];
 			}
-			svg_heatmap(b, "thread x page node (% of the thread's accesses)", rows, nt, colp, nn, m, 0);
+			svg_heatmap(b, "thread x page node (% of the thread's accesses)", rows, nt, colp, nn, m, 0, 1);
 			if (nt >= 2) {
 				for (size_t j = 0; j < nt; j++) {
 					snprintf(cols[j], sizeof(cols[j]), "%zu", j);
@@ -756,7 +804,7 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 					for (size_t i = 0; i < nt; i++)
 						m[i * nt + j] = a->sharing[i * a->n_threads + j];
 				}
-				svg_heatmap(b, "thread x thread sharing (% of the largest pair)", rows, nt, colp, nt, m, 1);
+				svg_heatmap(b, "thread x thread sharing (% of the largest pair)", rows, nt, colp, nt, m, 1, 0);
 			}
 		}
 		free(rows);
