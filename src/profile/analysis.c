@@ -1344,7 +1344,8 @@ int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab
 	for (size_t i = 0; i < c.a->n_vars; i++)
 		if (diagnose(c.a, &c.a->vars[i]))
 			goto out;
-	qsort(c.a->vars, c.a->n_vars, sizeof(*c.a->vars), cmp_var);
+	if (c.a->n_vars)
+		qsort(c.a->vars, c.a->n_vars, sizeof(*c.a->vars), cmp_var);
 	if (!c.a->samples && warn(c.a, xstrdup("the profile holds no samples")))
 		goto out;
 	rc = 0;

@@ -718,8 +718,9 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		int rowh = a->n_nodes * (bh + gap) + 10;
 		int h = 30 + (int)nv * rowh;
 		bprintf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\"><span class=\"sw\" "
-			   "style=\"background:#43a047\"></span>local<span class=\"sw\" style=\"background:#e53935\"></span>remote &nbsp; "
-			   "<span class=\"muted\">one bar per node of the accessing cpus (n0 = node 0)</span></div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
+			   "style=\"background:#43a047\"></span>local<span class=\"sw\" "
+			   "style=\"background:#e53935\"></span>remote &nbsp; <span class=\"muted\">one bar per node of "
+			   "the accessing cpus (n0 = node 0)</span></div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
 			lw + bw + 120, h);
 		for (size_t i = 0; i < nv; i++) {
 			const struct nk__an_var *v = &a->vars[i];
