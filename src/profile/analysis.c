@@ -119,6 +119,7 @@ struct blk {
 struct ctx {
 	const struct nk__nkp_profile *p;
 	nk__symtab *const *syms;
+	const struct nk__an_symops *ops;
 	struct nk__analysis *a;
 	size_t cap_vars;
 	struct table vtab; /* key -> var */
@@ -306,11 +307,11 @@ static char *loc_text(const struct nk__sym_loc *l, uint64_t ip)
 	return xprintf("0x%llx", (unsigned long long)ip);
 }
 
-static char *ip_text(nk__symtab *s, uint64_t ip)
+static char *ip_text(const struct nk__an_symops *ops, nk__symtab *s, uint64_t ip)
 {
 	struct nk__sym_loc l;
 	memset(&l, 0, sizeof(l));
-	if (s && ip && nk__sym_ip(s, ip, &l))
+	if (s && ip && ops->ip(s, ip, &l))
 		return loc_text(&l, ip);
 	return xprintf("0x%llx", (unsigned long long)ip);
 }
@@ -348,7 +349,7 @@ static int site_var(struct ctx *c, size_t proc, uint32_t site, uint64_t size)
 			struct nk__sym_loc l;
 			memset(&l, 0, sizeof(l));
 			uint64_t ip = sd->ips[i] ? sd->ips[i] - 1 : 0; /* return address: the call is before it */
-			if (!nk__sym_ip(s, ip, &l) || !l.object)
+			if (!c->ops->ip(s, ip, &l) || !l.object)
 				continue;
 			if (frames < 4 && kl < sizeof(key) - 64) {
 				kl += (size_t)snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", frames ? ";" : "",
@@ -499,7 +500,7 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 	/* 3. statics */
 	struct nk__sym_var sv;
 	memset(&sv, 0, sizeof(sv));
-	if (s && nk__sym_data(s, addr, &sv) && sv.name) {
+	if (s && c->ops->data(s, addr, &sv) && sv.name) {
 		char *name = sv.decl_file && sv.decl_line > 0
 				     ? xprintf("%s (%s:%d)", sv.name, base_name(sv.decl_file), sv.decl_line)
 				     : xstrdup(sv.name);
@@ -517,7 +518,7 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		if (addr >= b->lo && addr < b->hi) {
 			const char *obj = NULL;
 			uint64_t lo, hi;
-			if (s && nk__sym_mapping(s, addr, &obj, &lo, &hi) != NK__MAP_FILE)
+			if (s && c->ops->mapping(s, addr, &obj, &lo, &hi) != NK__MAP_FILE)
 				obj = NULL;
 			if (obj)
 				snprintf(key, sizeof(key), "static:%s", base_name(obj));
@@ -551,7 +552,7 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 	/* 5. mappings */
 	const char *mname = NULL;
 	uint64_t lo = 0, hi = 0;
-	int kind = s ? nk__sym_mapping(s, addr, &mname, &lo, &hi) : NK__MAP_NONE;
+	int kind = s ? c->ops->mapping(s, addr, &mname, &lo, &hi) : NK__MAP_NONE;
 	if (kind == NK__MAP_FILE && mname) {
 		snprintf(key, sizeof(key), "file:%s", mname);
 		int v = var_get(c, NK__VAR_FILE, key, xstrdup(mname), hi - lo);
@@ -622,7 +623,7 @@ static int read_header(struct ctx *c)
 		}
 		json_decref(end);
 		nk__symtab *s = c->syms ? c->syms[i] : NULL;
-		const char *sw = s ? nk__sym_warnings(s) : "";
+		const char *sw = s ? c->ops->warnings(s) : "";
 		if (sw && *sw && warn(a, xprintf("process %u: %s", pd->info.pid, sw)))
 			return NK_ENOMEM;
 	}
@@ -1135,7 +1136,7 @@ static int lines(struct ctx *c, int *nidx)
 					v->ft_node = a->node_ids[n];
 				}
 			v->ft_top = ft_best;
-			v->ft_where = ip_text(c->syms ? c->syms[proc] : NULL, ip);
+			v->ft_where = ip_text(c->ops, c->syms ? c->syms[proc] : NULL, ip);
 			if (!v->ft_where)
 				rc = NK_ENOMEM;
 		}
@@ -1146,7 +1147,7 @@ static int lines(struct ctx *c, int *nidx)
 		for (size_t k = 0; k < nag && k < 4 * NK__AN_TOP_LINES && !rc; k++) {
 			if (!ag[k].remote && !ag[k].acc)
 				continue;
-			char *w = ip_text(c->syms ? c->syms[ag[k].proc] : NULL, ag[k].ip);
+			char *w = ip_text(c->ops, c->syms ? c->syms[ag[k].proc] : NULL, ag[k].ip);
 			if (!w) {
 				rc = NK_ENOMEM;
 				break;
@@ -1224,9 +1225,9 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	int regular = v->regularity >= NK__AN_REGULAR;
 	v->small = a->l2_size && v->size && v->size < a->l2_size;
 
-	if (v->samples < NK__AN_MIN_SAMPLES)
+	if (v->samples < NK__AN_MIN_SAMPLES || !known)
 		v->diag = NK__DIAG_FEW_SAMPLES;
-	else if (!known || rshare <= NK__AN_FINE_REMOTE)
+	else if (rshare <= NK__AN_FINE_REMOTE)
 		v->diag = NK__DIAG_FINE;
 	else if (v->dominant_share >= NK__AN_HOTSPOT_NODE && a->n_nodes > 1)
 		v->diag = NK__DIAG_HOTSPOT;
@@ -1260,8 +1261,11 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 
 	switch (v->diag) {
 	case NK__DIAG_FEW_SAMPLES:
-		v->explain = xprintf("only %llu samples (fewer than %d): not enough to judge",
-				     (unsigned long long)v->samples, NK__AN_MIN_SAMPLES);
+		if (v->samples >= NK__AN_MIN_SAMPLES)
+			v->explain = xprintf("no sample with both the cpu's and the page's node known: cannot judge");
+		else
+			v->explain = xprintf("only %llu samples (fewer than %d): not enough to judge",
+					     (unsigned long long)v->samples, NK__AN_MIN_SAMPLES);
 		break;
 	case NK__DIAG_FINE:
 		v->explain = xprintf("%.0f%% of its accesses are remote: fine", 100 * rshare);
@@ -1296,15 +1300,26 @@ static int cmp_var(const void *x, const void *y)
 
 /* ---------------------------------------------------------------- entry */
 
+static const struct nk__an_symops default_ops = { nk__sym_ip, nk__sym_data, nk__sym_mapping, nk__sym_warnings };
+
 int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
 		struct nk__analysis **out, nk_error *err)
 {
+	return nk__analyze_ops(p, m, syms, NULL, out, err);
+}
+
+int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		    const struct nk__an_symops *ops, struct nk__analysis **out, nk_error *err)
+{
 	if (!p || !out)
 		return nk__error(err, NK_EINVAL, "nk__analyze: NULL argument");
+	if (ops && (!ops->ip || !ops->data || !ops->mapping || !ops->warnings))
+		return nk__error(err, NK_EINVAL, "nk__analyze: incomplete symbol operations");
 	struct ctx c;
 	memset(&c, 0, sizeof(c));
 	c.p = p;
 	c.syms = syms;
+	c.ops = ops ? ops : &default_ops;
 	c.a = calloc(1, sizeof(*c.a));
 	int *nidx = NULL;
 	nk_machine *own = NULL;

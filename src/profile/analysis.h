@@ -21,7 +21,7 @@
 #include "profile/symbols.h"
 
 /* Diagnosis thresholds (docs/report.md, "Diagnosis"). */
-#define NK__AN_MIN_SAMPLES 20       /* fewer samples than this: too few to say anything */
+#define NK__AN_MIN_SAMPLES 20       /* fewer samples than this (or none with both nodes known): too few */
 #define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
 #define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
@@ -148,6 +148,17 @@ struct nk__analysis {
 int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
 		struct nk__analysis **out, nk_error *err);
 void nk__analysis_free(struct nk__analysis *a);
+
+/** The symboliser calls nk__analyze makes (tests give fakes). */
+struct nk__an_symops {
+	int (*ip)(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out);
+	int (*data)(nk__symtab *s, uint64_t addr, struct nk__sym_var *out);
+	int (*mapping)(nk__symtab *s, uint64_t addr, const char **name, uint64_t *lo, uint64_t *hi);
+	const char *(*warnings)(const nk__symtab *s);
+};
+/** nk__analyze through @p ops (NULL: the nk__sym_* functions). */
+int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		    const struct nk__an_symops *ops, struct nk__analysis **out, nk_error *err);
 
 /** Index of node @p id in a->node_ids, -1 when absent. */
 int nk__an_node_index(const struct nk__analysis *a, int id);

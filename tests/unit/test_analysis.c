@@ -535,6 +535,129 @@ static void test_empty_and_errors(void **state)
 	assert_int_equal(nk_profile_load(NULL, &p, &err), NK_EINVAL);
 }
 
+/* A fake symboliser: the program is mapped at the symtab's base (ASLR), libc at 0x7f0000000000. */
+struct nk__symtab {
+	uint64_t base;
+};
+
+static int fake_ip(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ip >= 0x7f0000000000ull && ip < 0x7f0000100000ull) {
+		out->object = "/lib/x86_64-linux-gnu/libc.so.6";
+		out->function = "malloc";
+		out->offset = ip - 0x7f0000000000ull;
+		return 1;
+	}
+	if (ip >= s->base && ip < s->base + 0x100000) {
+		out->object = "/opt/app/solver";
+		out->offset = ip - s->base;
+		out->file = "/src/solver/init.c";
+		out->line = (int)((ip - s->base) & 0xfff) / 16;
+		out->function = "init_grid";
+		return 1;
+	}
+	return 0;
+}
+
+static int fake_data(nk__symtab *s, uint64_t addr, struct nk__sym_var *out)
+{
+	(void)s;
+	if (addr < 0x600000 || addr >= 0x600000 + 8192)
+		return 0;
+	*out = (struct nk__sym_var){ "table", "double[1024]", 0x600000, 8192, "/opt/app/solver", "/src/solver/data.c", 7 };
+	return 1;
+}
+
+static int fake_mapping(nk__symtab *s, uint64_t addr, const char **name, uint64_t *lo, uint64_t *hi)
+{
+	(void)s;
+	if (addr >= 0x7e0000000000ull && addr < 0x7e0000100000ull) {
+		*name = "/data/input.bin";
+		*lo = 0x7e0000000000ull;
+		*hi = 0x7e0000100000ull;
+		return NK__MAP_FILE;
+	}
+	return NK__MAP_NONE;
+}
+
+static const char *fake_warnings(const nk__symtab *s)
+{
+	return s->base == 0x400000 ? "" : "/opt/app/libextra.so: missing";
+}
+
+static void test_symbolised(void **state)
+{
+	(void)state;
+	static const struct nk__an_symops ops = { fake_ip, fake_data, fake_mapping, fake_warnings };
+	struct pbuild b;
+	pb_init(&b, M2, 1);
+	/* a second process, the same program loaded elsewhere */
+	struct nk__nkp_process_data pd[2];
+	pd[0] = b.pd;
+	pd[1] = b.pd;
+	pd[1].info.pid = 101;
+	pd[1].samples = NULL;
+	pd[1].n_samples = 0;
+	uint64_t ips_a[2] = { 0x7f0000000123ull, 0x400123 }, ips_b[2] = { 0x7f0000000123ull, 0x800123 };
+	struct nk__nkp_site_data site_a = { 1, 2, ips_a }, site_b = { 1, 2, ips_b };
+	struct nk__nkp_alloc al_a = { BASE, 1 << 20, 0, 1000, 1, NK__ALLOC_MALLOC, 1 };
+	struct nk__nkp_alloc al_b = { BASE + (8 << 20), 2 << 20, 0, 1000, 1, NK__ALLOC_MALLOC, 1 };
+	struct nk__nkp_sample sa[4], sb[2];
+	for (int i = 0; i < 4; i++)
+		sa[i] = (struct nk__nkp_sample){ .time_ns = 10, .addr = i == 0 ? BASE : i == 1 ? 0x600010 : i == 2 ? 0x7e0000000040ull
+													: 0x7f0000000000ull,
+						 .ip = 0x400234, .tid = 1000, .weight = 1, .cpu_node = 0, .page_node = 1 };
+	for (int i = 0; i < 2; i++)
+		sb[i] = (struct nk__nkp_sample){ .time_ns = 10, .addr = BASE + (8 << 20) + 64, .ip = 0x800234, .tid = 1000,
+						 .weight = 1, .cpu_node = 1, .page_node = 1 };
+	pd[0].sites = &site_a;
+	pd[0].n_sites = 1;
+	pd[0].allocs = &al_a;
+	pd[0].n_allocs = 1;
+	pd[0].samples = sa;
+	pd[0].n_samples = 4;
+	pd[1].sites = &site_b;
+	pd[1].n_sites = 1;
+	pd[1].allocs = &al_b;
+	pd[1].n_allocs = 1;
+	pd[1].samples = sb;
+	pd[1].n_samples = 2;
+	b.p.procs = pd;
+	b.p.n_procs = 2;
+	struct nk__symtab st_a = { 0x400000 }, st_b = { 0x800000 };
+	nk__symtab *syms[2] = { &st_a, &st_b };
+	struct nk__analysis *a = NULL;
+	nk_error err = { 0 };
+	assert_int_equal(nk__analyze_ops(&b.p, NULL, syms, &ops, &a, &err), 0);
+	/* the heap site is named by its first frame outside libc, one variable over both processes */
+	const struct nk__an_var *h = find_var(a, "init.c:18 (init_grid)");
+	assert_int_equal(h->kind, NK__VAR_HEAP);
+	assert_int_equal(h->samples, 3);
+	assert_string_equal(h->key, "heap:libc.so.6+0x122;solver+0x122");
+	assert_true(h->size == 2 << 20);
+	assert_string_equal(h->lines[0].where, "init.c:35 (init_grid)");
+	assert_int_equal(h->lines[0].acc, 3);
+	const struct nk__an_var *t = find_var(a, "table (data.c:7)");
+	assert_int_equal(t->kind, NK__VAR_STATIC);
+	assert_string_equal(t->type, "double[1024]");
+	assert_true(t->size == 8192);
+	assert_int_equal(find_var(a, "/data/input.bin")->kind, NK__VAR_FILE);
+	assert_int_equal(find_var(a, "[anonymous]")->samples, 1);
+	assert_int_equal(a->n_threads, 2);
+	assert_string_equal(a->threads[1].label, "pid 101 thread 0");
+	assert_int_equal(a->n_warnings, 1);
+	assert_non_null(strstr(a->warnings[0], "process 101: /opt/app/libextra.so: missing"));
+	nk__analysis_free(a);
+	/* incomplete operations are refused */
+	struct nk__an_symops bad = ops;
+	bad.data = NULL;
+	assert_int_equal(nk__analyze_ops(&b.p, NULL, syms, &bad, &a, &err), NK_EINVAL);
+	b.p.procs = &b.pd;
+	b.p.n_procs = 1;
+	pb_free(&b);
+}
+
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char path[4096];
@@ -623,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_sharing_one_thread),
 		cmocka_unit_test(test_empty_and_errors),
 		cmocka_unit_test(test_demo_report),
+		cmocka_unit_test(test_symbolised),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
