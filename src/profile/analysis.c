@@ -186,6 +186,7 @@ static int var_get(struct ctx *c, int kind, const char *key, char *name, uint64_
 	v->ft_node = -1;
 	v->dominant_node = -1;
 	v->regularity = -1;
+	v->created = a->n_vars;
 	if (!v->key) {
 		free(name);
 		return NK_ENOMEM;
@@ -871,6 +872,14 @@ static int count(struct ctx *c, int *nidx)
 		free(tcpu);
 		return NK_ENOMEM;
 	}
+	for (size_t i = 0; i < a->n_phases; i++) {
+		a->phases[i].var_acc = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		a->phases[i].var_remote = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		if (!a->phases[i].var_acc || !a->phases[i].var_remote) {
+			free(tcpu);
+			return NK_ENOMEM;
+		}
+	}
 	for (size_t i = 0; i < c->n_recs; i++) {
 		const struct rec *r = &c->recs[i];
 		struct nk__an_var *v = &a->vars[r->var];
@@ -921,6 +930,9 @@ static int count(struct ctx *c, int *nidx)
 				ph->local += r->w;
 			else if (r->where == 1)
 				ph->remote += r->w;
+			ph->var_acc[r->var] += r->w;
+			if (r->where == 1)
+				ph->var_remote[r->var] += r->w;
 		}
 	}
 	for (size_t t = 0; t < a->n_threads; t++) {
@@ -1298,6 +1310,26 @@ static int cmp_var(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
+/* Per-phase variable counts follow the sorted variables. */
+static int permute_phases(struct nk__analysis *a)
+{
+	uint64_t *tmp = malloc((a->n_vars ? a->n_vars : 1) * sizeof(uint64_t));
+	if (!tmp)
+		return NK_ENOMEM;
+	for (size_t p = 0; p < a->n_phases; p++) {
+		uint64_t *arrs[2] = { a->phases[p].var_acc, a->phases[p].var_remote };
+		for (int k = 0; k < 2; k++) {
+			for (size_t i = 0; i < a->n_vars; i++)
+				tmp[i] = arrs[k][a->vars[i].created];
+			memcpy(arrs[k], tmp, a->n_vars * sizeof(uint64_t));
+		}
+	}
+	for (size_t i = 0; i < a->n_vars; i++)
+		a->vars[i].created = i;
+	free(tmp);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static const struct nk__an_symops default_ops = { nk__sym_ip, nk__sym_data, nk__sym_mapping, nk__sym_warnings };
@@ -1361,6 +1393,8 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 			goto out;
 	if (c.a->n_vars)
 		qsort(c.a->vars, c.a->n_vars, sizeof(*c.a->vars), cmp_var);
+	if (permute_phases(c.a))
+		goto out;
 	if (!c.a->samples && warn(c.a, xstrdup("the profile holds no samples")))
 		goto out;
 	rc = 0;
@@ -1402,8 +1436,11 @@ void nk__analysis_free(struct nk__analysis *a)
 	for (size_t i = 0; i < a->n_threads; i++)
 		free(a->threads[i].label);
 	free(a->threads);
-	for (size_t i = 0; i < a->n_phases; i++)
+	for (size_t i = 0; i < a->n_phases; i++) {
 		free(a->phases[i].name);
+		free(a->phases[i].var_acc);
+		free(a->phases[i].var_remote);
+	}
 	free(a->phases);
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);

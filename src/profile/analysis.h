@@ -94,6 +94,7 @@ struct nk__an_var {
 	int fix;              /* enum nk__fix */
 	const char *policy;   /* numakit policy for the fix ("block", "cyclic", "weighted"), NULL none */
 	char *explain;        /* one sentence: why the diagnosis, naming the first-touch site */
+	size_t created;       /* order of creation (internal: keeps per-phase counts aligned after sorting) */
 };
 
 struct nk__an_thread {
@@ -107,6 +108,7 @@ struct nk__an_thread {
 struct nk__an_phase {
 	char *name;
 	uint64_t samples, acc, local, remote;
+	uint64_t *var_acc, *var_remote; /* [n_vars] accesses (remote ones) of each variable in the phase */
 };
 
 struct nk__analysis {

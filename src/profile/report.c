@@ -355,11 +355,29 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 		bprintf(b, "\n(thread sharing matrix: %zu threads, see --json or --sharing)\n", a->n_threads);
 	}
 	if (a->n_phases) {
-		bprintf(b, "\n== Phases ==\n");
+		bprintf(b, "\n== Phases (variables by remote accesses in each) ==\n");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
+			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
 			bprintf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
 				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+			/* the variables with most remote accesses in the phase */
+			for (int k = 0; k < 3; k++) {
+				size_t best = SIZE_MAX;
+				for (size_t v = 0; v < a->n_vars; v++) {
+					int taken = 0;
+					for (int q = 0; q < k; q++)
+						taken |= shown[q] == v;
+					if (!taken && ph->var_remote[v] &&
+					    (best == SIZE_MAX || ph->var_remote[v] > ph->var_remote[best]))
+						best = v;
+				}
+				if (best == SIZE_MAX)
+					break;
+				shown[k] = best;
+				bprintf(b, "  %-44s %10llu remote of %llu\n", fit(a->vars[best].name, 44, s2, sizeof(s2)),
+					(unsigned long long)ph->var_remote[best], (unsigned long long)ph->var_acc[best]);
+			}
 		}
 	}
 
@@ -515,6 +533,17 @@ static json_t *json_report(const struct nk__analysis *a)
 		json_object_set_new(o, "accesses", json_integer((json_int_t)a->phases[i].acc));
 		json_object_set_new(o, "local", json_integer((json_int_t)a->phases[i].local));
 		json_object_set_new(o, "remote", json_integer((json_int_t)a->phases[i].remote));
+		json_t *pv = json_array();
+		for (size_t v = 0; v < a->n_vars; v++) {
+			if (!a->phases[i].var_acc[v])
+				continue;
+			json_t *e = json_object();
+			json_object_set_new(e, "name", json_string(a->vars[v].name));
+			json_object_set_new(e, "accesses", json_integer((json_int_t)a->phases[i].var_acc[v]));
+			json_object_set_new(e, "remote", json_integer((json_int_t)a->phases[i].var_remote[v]));
+			json_array_append_new(pv, e);
+		}
+		json_object_set_new(o, "variables", pv);
 		json_array_append_new(phases, o);
 	}
 	json_object_set_new(r, "phases", phases);

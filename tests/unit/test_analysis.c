@@ -392,6 +392,9 @@ static void test_phases_warnings(void **state)
 	assert_int_equal(a->phases[0].samples, 10);
 	assert_int_equal(a->phases[0].remote, 0);
 	assert_int_equal(a->phases[1].remote, 20);
+	assert_int_equal(a->n_vars, 1);
+	assert_int_equal(a->phases[1].var_remote[0], 20);
+	assert_int_equal(a->phases[0].var_acc[0], 10);
 	assert_int_equal(a->n_warnings, 2);
 	assert_non_null(strstr(a->warnings[0], "did not finish"));
 	assert_non_null(strstr(a->warnings[1], "17 samples dropped"));
@@ -719,6 +722,16 @@ static void test_demo_report(void **state)
 	assert_int_equal(find_var(a, "allocation site 2 (0x402000)")->diag, NK__DIAG_FINE);
 	assert_int_equal(find_var(a, "counters")->diag, NK__DIAG_FEW_SAMPLES);
 	assert_int_equal(a->n_phases, 2);
+	/* per-phase counts follow the sorted variables */
+	for (size_t i = 0; i < a->n_vars; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		assert_int_equal(a->phases[0].var_acc[i] + a->phases[1].var_acc[i], v->acc);
+		assert_int_equal(a->phases[0].var_remote[i] + a->phases[1].var_remote[i], v->remote);
+		if (!strcmp(v->name, "allocation site 1 (0x401000)"))
+			assert_int_equal(a->phases[0].var_acc[i], 256); /* the serial init */
+		else
+			assert_int_equal(a->phases[0].var_acc[i], 0);
+	}
 	const char *dir = getenv("NK_ANALYSIS_DUMP");
 	const char *names[] = { "report.txt", "report.json", "report.html" };
 	for (int f = 0; f < 3; f++) {
