@@ -877,13 +877,29 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 	bprintf(b, "</table>\n");
 	if (a->n_phases) {
 		bprintf(b, "<h2>Phases</h2><table><tr><th>phase</th><th class=\"n\">samples</th><th class=\"n\">remote</th>"
-			   "</tr>\n");
+			   "<th>variables with most remote accesses</th></tr>\n");
 		for (size_t i = 0; i < a->n_phases; i++) {
+			const struct nk__an_phase *ph = &a->phases[i];
 			bprintf(b, "<tr><td>");
-			hesc(b, a->phases[i].name);
-			bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td></tr>\n",
-				(unsigned long long)a->phases[i].samples,
-				pct(a->phases[i].remote, a->phases[i].local + a->phases[i].remote));
+			hesc(b, ph->name);
+			bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td>",
+				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
+			for (int k = 0; k < 3; k++) {
+				size_t best = SIZE_MAX;
+				for (size_t v = 0; v < a->n_vars; v++)
+					if (v != shown[0] && v != shown[1] && ph->var_remote[v] &&
+					    (best == SIZE_MAX || ph->var_remote[v] > ph->var_remote[best]))
+						best = v;
+				if (best == SIZE_MAX)
+					break;
+				shown[k] = best;
+				if (k)
+					bprintf(b, ", ");
+				hesc(b, a->vars[best].name);
+				bprintf(b, " <span class=\"muted\">%llu</span>", (unsigned long long)ph->var_remote[best]);
+			}
+			bprintf(b, "</td></tr>\n");
 		}
 		bprintf(b, "</table>\n");
 	}
