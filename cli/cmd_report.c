@@ -1,0 +1,154 @@
+/*
+ * numakit report: what a profile written by `numakit profile` means.  The
+ * loading, attribution, analysis and formatting are the library's
+ * (nk_profile_load / nk_profile_report / nk_profile_sharing); this file
+ * chooses the outputs and writes them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cli_report_usage[] =
+	"usage: numakit report [--json] [--html OUT.html] [--sharing OUT.txt] PROFILE.nkp\n"
+	"\n"
+	"Analyse a profile written by `numakit profile`: every sampled access is\n"
+	"attributed to a variable (named range, heap allocation site, static\n"
+	"variable, thread stack, file mapping); the report shows, per node, the\n"
+	"variables by remote accesses with their source lines, page classes\n"
+	"(private, shared within a node, shared across nodes), the thread x node\n"
+	"and thread x thread matrices, and a diagnosis with a suggested fix per\n"
+	"variable.  The program's binaries must still be where they were when it\n"
+	"was profiled (missing ones are named in the warnings).\n"
+	"\n"
+	"Options:\n"
+	"  --json           print the report as JSON (docs/report.md) instead of text\n"
+	"  --html OUT.html  also write the report as one self-contained HTML page\n"
+	"  --sharing OUT    also write the thread x thread sharing matrix, for\n"
+	"                   `numakit run --pin sharing:OUT`\n"
+	"  -h, --help       show this help\n"
+	"\n"
+	"Exit status: 0 success, 1 runtime failure (out of memory, cannot write an\n"
+	"output), 2 bad usage or bad input (missing, corrupt or truncated profile,\n"
+	"no sharing matrix in a profile with fewer than two threads).\n"
+	"See numakit-report(1).\n";
+
+static int write_out(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		cli_error("report", "%s: %s", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	size_t n = strlen(text);
+	int bad = fwrite(text, 1, n, f) != n;
+	if (fclose(f) || bad) {
+		cli_error("report", "%s: cannot write: %s", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int code_exit(int rc)
+{
+	switch (rc) {
+	case NK_ENOENT:
+	case NK_EIO:
+	case NK_EPARSE:
+	case NK_EVERSION:
+	case NK_EINVAL:
+	case NK_ENODATA:
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
+int cli_cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "sharing", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *html = NULL, *sharing = NULL, *path;
+	int json = 0, c, rc;
+	nk_profile *p = NULL;
+	nk_error err = { 0, "" };
+	char *text = NULL;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'H':
+			html = optarg;
+			break;
+		case 's':
+			sharing = optarg;
+			break;
+		case 'h':
+			return cli_finish_stdout("report", cli_print_help("report"));
+		default:
+			return cli_bad_option("report", c, argv);
+		}
+	}
+	if (optind == argc)
+		return cli_usage_error("report", "no profile given");
+	if (argc - optind > 1)
+		return cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
+	path = argv[optind];
+	if ((html && !*html) || (sharing && !*sharing))
+		return cli_usage_error("report", "empty output file name");
+
+	rc = nk_profile_load(path, &p, &err);
+	if (rc) {
+		/* the library's messages name the file */
+		cli_error("report", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		return code_exit(rc);
+	}
+	if (sharing) {
+		rc = nk_profile_sharing(p, &text, &err);
+		if (rc) {
+			cli_error("report", "%s: %s", path, err.message[0] ? err.message : nk_strerror(rc));
+			nk_profile_free(p);
+			return code_exit(rc);
+		}
+		rc = write_out(sharing, text);
+		free(text);
+		if (rc) {
+			nk_profile_free(p);
+			return rc;
+		}
+	}
+	if (html) {
+		rc = nk_profile_report(p, NK_REPORT_HTML, &text, &err);
+		if (rc) {
+			cli_error("report", "%s", err.message[0] ? err.message : nk_strerror(rc));
+			nk_profile_free(p);
+			return CLI_EXIT_FAIL;
+		}
+		rc = write_out(html, text);
+		free(text);
+		if (rc) {
+			nk_profile_free(p);
+			return rc;
+		}
+	}
+	rc = nk_profile_report(p, json ? NK_REPORT_JSON : NK_REPORT_TEXT, &text, &err);
+	nk_profile_free(p);
+	if (rc) {
+		cli_error("report", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		return CLI_EXIT_FAIL;
+	}
+	fputs(text, stdout);
+	free(text);
+	return cli_finish_stdout("report", CLI_EXIT_OK);
+}

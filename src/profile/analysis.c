@@ -1,0 +1,1457 @@
+/*
+ * Data-centric analysis of a profile: attribution of samples to variables,
+ * counts, page classes, matrices, diagnosis (analysis.h, docs/report.md).
+ * Pure computation over an in-memory profile; symbolisation through the
+ * nk__sym_* interface when a symtab is given.
+ */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/analysis.h"
+#include "util/list.h"
+
+#define MAX_NODE_ID 4096
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Open addressing: slots hold index + 1, 0 empty. */
+struct table {
+	uint32_t *slot;
+	size_t cap;
+};
+
+static int table_grow(struct table *t, size_t n, uint64_t (*hash_of)(void *, uint32_t), void *ctx)
+{
+	if (n * 2 < t->cap)
+		return 0;
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	while (cap < n * 2 + 2)
+		cap *= 2;
+	uint32_t *s = calloc(cap, sizeof(*s));
+	if (!s)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->slot[i])
+			continue;
+		size_t j = hash_of(ctx, t->slot[i] - 1) & (cap - 1);
+		while (s[j])
+			j = (j + 1) & (cap - 1);
+		s[j] = t->slot[i];
+	}
+	free(t->slot);
+	t->slot = s;
+	t->cap = cap;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- context */
+
+struct thr_key {
+	uint32_t proc, tid;
+};
+
+struct rec {
+	uint64_t page;
+	uint32_t var, proc, thread, w;
+	int16_t cnode, pnode; /* raw node ids, -1 unknown */
+	uint8_t access, where; /* where: 0 local, 1 remote, 2 unknown */
+	uint16_t phase;        /* global phase index + 1, 0 none */
+};
+
+struct iprec {
+	uint64_t ip;
+	uint32_t var, proc, thread, w;
+	uint8_t remote, ft;
+	int16_t pnode;
+};
+
+struct blk {
+	uint64_t lo, hi, born, died;
+	uint32_t site;
+};
+
+struct ctx {
+	const struct nk__nkp_profile *p;
+	nk__symtab *const *syms;
+	const struct nk__an_symops *ops;
+	struct nk__analysis *a;
+	size_t cap_vars;
+	struct table vtab; /* key -> var */
+	struct thr_key *tkeys;
+	size_t cap_threads;
+	struct table ttab; /* (proc, tid) -> thread */
+	struct rec *recs;
+	size_t n_recs;
+	struct iprec *ips;
+	size_t n_ips;
+	size_t cap_phases;
+};
+
+static uint64_t var_hash(void *c, uint32_t i)
+{
+	return hash_str(((struct ctx *)c)->a->vars[i].key);
+}
+
+static uint64_t thr_hash(void *c, uint32_t i)
+{
+	struct thr_key *k = &((struct ctx *)c)->tkeys[i];
+	return hash_u64(((uint64_t)k->proc << 32) | k->tid);
+}
+
+/* The variable of @p key, created with @p name (taken over: freed on failure too). */
+static int var_get(struct ctx *c, int kind, const char *key, char *name, uint64_t size)
+{
+	struct nk__analysis *a = c->a;
+	uint64_t h = hash_str(key);
+	if (c->vtab.cap) {
+		for (size_t j = h & (c->vtab.cap - 1); c->vtab.slot[j]; j = (j + 1) & (c->vtab.cap - 1)) {
+			struct nk__an_var *v = &a->vars[c->vtab.slot[j] - 1];
+			if (!strcmp(v->key, key)) {
+				free(name);
+				if (size > v->size)
+					v->size = size;
+				return (int)(c->vtab.slot[j] - 1);
+			}
+		}
+	}
+	if (!name)
+		return NK_ENOMEM;
+	if (table_grow(&c->vtab, a->n_vars + 1, var_hash, c)) {
+		free(name);
+		return NK_ENOMEM;
+	}
+	if (a->n_vars == c->cap_vars) {
+		size_t cap = c->cap_vars ? c->cap_vars * 2 : 32;
+		struct nk__an_var *nv = realloc(a->vars, cap * sizeof(*nv));
+		if (!nv) {
+			free(name);
+			return NK_ENOMEM;
+		}
+		a->vars = nv;
+		c->cap_vars = cap;
+	}
+	struct nk__an_var *v = &a->vars[a->n_vars];
+	memset(v, 0, sizeof(*v));
+	v->kind = kind;
+	v->name = name;
+	v->key = xstrdup(key);
+	v->size = size;
+	v->ft_thread = -1;
+	v->ft_node = -1;
+	v->dominant_node = -1;
+	v->regularity = -1;
+	v->created = a->n_vars;
+	if (!v->key) {
+		free(name);
+		return NK_ENOMEM;
+	}
+	size_t j = h & (c->vtab.cap - 1);
+	while (c->vtab.slot[j])
+		j = (j + 1) & (c->vtab.cap - 1);
+	c->vtab.slot[j] = (uint32_t)++a->n_vars;
+	return (int)(a->n_vars - 1);
+}
+
+static int thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index)
+{
+	struct nk__analysis *a = c->a;
+	uint64_t h = hash_u64(((uint64_t)proc << 32) | tid);
+	if (c->ttab.cap) {
+		for (size_t j = h & (c->ttab.cap - 1); c->ttab.slot[j]; j = (j + 1) & (c->ttab.cap - 1)) {
+			struct thr_key *k = &c->tkeys[c->ttab.slot[j] - 1];
+			if (k->proc == proc && k->tid == tid)
+				return (int)(c->ttab.slot[j] - 1);
+		}
+	}
+	if (table_grow(&c->ttab, a->n_threads + 1, thr_hash, c))
+		return NK_ENOMEM;
+	if (a->n_threads == c->cap_threads) {
+		size_t cap = c->cap_threads ? c->cap_threads * 2 : 16;
+		struct nk__an_thread *t = realloc(a->threads, cap * sizeof(*t));
+		if (!t)
+			return NK_ENOMEM;
+		a->threads = t;
+		struct thr_key *k = realloc(c->tkeys, cap * sizeof(*k));
+		if (!k)
+			return NK_ENOMEM;
+		c->tkeys = k;
+		c->cap_threads = cap;
+	}
+	struct nk__an_thread *t = &a->threads[a->n_threads];
+	memset(t, 0, sizeof(*t));
+	t->pid = c->p->procs[proc].info.pid;
+	t->tid = tid;
+	t->index = index;
+	t->node = -1;
+	if (a->n_procs > 1)
+		t->label = index >= 0 ? xprintf("pid %u thread %d", t->pid, index) : xprintf("pid %u tid %u", t->pid, tid);
+	else
+		t->label = index >= 0 ? xprintf("thread %d", index) : xprintf("tid %u", tid);
+	if (!t->label)
+		return NK_ENOMEM;
+	c->tkeys[a->n_threads] = (struct thr_key){ proc, tid };
+	size_t j = h & (c->ttab.cap - 1);
+	while (c->ttab.slot[j])
+		j = (j + 1) & (c->ttab.cap - 1);
+	c->ttab.slot[j] = (uint32_t)++a->n_threads;
+	return (int)(a->n_threads - 1);
+}
+
+static int warn(struct nk__analysis *a, char *text)
+{
+	if (!text)
+		return NK_ENOMEM;
+	char **w = realloc(a->warnings, (a->n_warnings + 1) * sizeof(*w));
+	if (!w) {
+		free(text);
+		return NK_ENOMEM;
+	}
+	a->warnings = w;
+	w[a->n_warnings++] = text;
+	return 0;
+}
+
+static int phase_get(struct ctx *c, const char *name)
+{
+	struct nk__analysis *a = c->a;
+	for (size_t i = 0; i < a->n_phases; i++)
+		if (!strcmp(a->phases[i].name, name))
+			return (int)i;
+	if (a->n_phases == c->cap_phases) {
+		size_t cap = c->cap_phases ? c->cap_phases * 2 : 8;
+		struct nk__an_phase *ph = realloc(a->phases, cap * sizeof(*ph));
+		if (!ph)
+			return NK_ENOMEM;
+		a->phases = ph;
+		c->cap_phases = cap;
+	}
+	struct nk__an_phase *ph = &a->phases[a->n_phases];
+	memset(ph, 0, sizeof(*ph));
+	ph->name = xstrdup(name);
+	if (!ph->name)
+		return NK_ENOMEM;
+	return (int)a->n_phases++;
+}
+
+/* ---------------------------------------------------------------- naming */
+
+/* Frames of the allocator, libc or the runtime are skipped when naming a site. */
+static int runtime_object(const char *obj)
+{
+	if (!obj)
+		return 0;
+	const char *b = base_name(obj);
+	static const char *const skip[] = { "libc.", "libc-", "libnumakit", "ld-linux", "libstdc++", "libgcc", "libgomp",
+					    "libomp", "libpthread", "libjemalloc", "libtcmalloc" };
+	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+		if (!strncmp(b, skip[i], strlen(skip[i])))
+			return 1;
+	return 0;
+}
+
+static char *loc_text(const struct nk__sym_loc *l, uint64_t ip)
+{
+	if (l->file && l->line > 0)
+		return l->function ? xprintf("%s:%d (%s)", base_name(l->file), l->line, l->function)
+				   : xprintf("%s:%d", base_name(l->file), l->line);
+	if (l->function)
+		return xprintf("%s (%s+0x%llx)", l->function, l->object ? base_name(l->object) : "?",
+			       (unsigned long long)l->offset);
+	if (l->object)
+		return xprintf("%s+0x%llx", base_name(l->object), (unsigned long long)l->offset);
+	return xprintf("0x%llx", (unsigned long long)ip);
+}
+
+static char *ip_text(const struct nk__an_symops *ops, nk__symtab *s, uint64_t ip)
+{
+	struct nk__sym_loc l;
+	memset(&l, 0, sizeof(l));
+	if (s && ip && ops->ip(s, ip, &l))
+		return loc_text(&l, ip);
+	return xprintf("0x%llx", (unsigned long long)ip);
+}
+
+static const struct nk__nkp_site_data *find_site(const struct nk__nkp_process_data *pd, uint32_t id)
+{
+	size_t lo = 0, hi = pd->n_sites;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pd->sites[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pd->n_sites && pd->sites[lo].id == id ? &pd->sites[lo] : NULL;
+}
+
+/* The variable of heap allocation site @p site of process @p proc. */
+static int site_var(struct ctx *c, size_t proc, uint32_t site, uint64_t size)
+{
+	const struct nk__nkp_process_data *pd = &c->p->procs[proc];
+	nk__symtab *s = c->syms ? c->syms[proc] : NULL;
+	const struct nk__nkp_site_data *sd = site ? find_site(pd, site) : NULL;
+	char key[1024];
+	char *name = NULL;
+
+	if (!sd || !sd->depth) {
+		snprintf(key, sizeof(key), "heap:pid%u:site%u", pd->info.pid, site);
+		return var_get(c, NK__VAR_HEAP, key, xprintf("allocation site %u", site), size);
+	}
+	if (s) {
+		size_t kl = (size_t)snprintf(key, sizeof(key), "heap:");
+		int named = 0, frames = 0;
+		for (uint32_t i = 0; i < sd->depth; i++) {
+			struct nk__sym_loc l;
+			memset(&l, 0, sizeof(l));
+			uint64_t ip = sd->ips[i] ? sd->ips[i] - 1 : 0; /* return address: the call is before it */
+			if (!c->ops->ip(s, ip, &l) || !l.object)
+				continue;
+			if (frames < 4 && kl < sizeof(key) - 64) {
+				kl += (size_t)snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", frames ? ";" : "",
+						       base_name(l.object), (unsigned long long)l.offset);
+				frames++;
+			}
+			if (!named && !runtime_object(l.object)) {
+				name = loc_text(&l, ip);
+				if (!name)
+					return NK_ENOMEM;
+				named = 1;
+			}
+		}
+		if (frames) {
+			if (!name)
+				name = xprintf("allocation site %u", site);
+			return var_get(c, NK__VAR_HEAP, key, name, size);
+		}
+	}
+	snprintf(key, sizeof(key), "heap:pid%u:site%u", pd->info.pid, site);
+	return var_get(c, NK__VAR_HEAP, key, xprintf("allocation site %u (0x%llx)", site, (unsigned long long)sd->ips[0]),
+		       size);
+}
+
+/* ---------------------------------------------------------------- attribution */
+
+static int cmp_blk(const void *x, const void *y)
+{
+	const struct blk *a = x, *b = y;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	return a->born < b->born ? -1 : a->born > b->born;
+}
+
+struct proc_ctx {
+	struct blk *blks;
+	size_t n_blks;
+	uint64_t max_len;
+	int *blk_var;       /* var of each block's site, -2 not yet known */
+	struct blk *statics; /* STATIC segments */
+	size_t n_statics;
+	int *name_var;      /* per NAME record */
+	int *stack_var;     /* per THREAD record, -2 not yet known */
+	uint64_t last_lo, last_hi; /* last static/mapping found */
+	int last_var;
+	int anon_var;
+	int16_t phase_map_id[64];
+	int phase_map_g[64];
+	int n_phase_map;
+};
+
+static int build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
+{
+	size_t n = 0, ns = 0;
+	for (size_t i = 0; i < pd->n_allocs; i++)
+		if (pd->allocs[i].kind == NK__ALLOC_STATIC)
+			ns++;
+		else
+			n++;
+	pc->blks = calloc(n ? n : 1, sizeof(*pc->blks));
+	pc->statics = calloc(ns ? ns : 1, sizeof(*pc->statics));
+	pc->blk_var = malloc((n ? n : 1) * sizeof(int));
+	if (!pc->blks || !pc->statics || !pc->blk_var)
+		return NK_ENOMEM;
+	/* id -> block, to close blocks by FREE id */
+	uint32_t max_id = 0;
+	for (size_t i = 0; i < pd->n_allocs; i++)
+		if (pd->allocs[i].id > max_id)
+			max_id = pd->allocs[i].id;
+	for (size_t i = 0; i < pd->n_allocs; i++) {
+		const struct nk__nkp_alloc *al = &pd->allocs[i];
+		struct blk b = { al->addr, al->addr + al->size, al->time_ns, UINT64_MAX, al->site };
+		if (al->kind == NK__ALLOC_STATIC) {
+			pc->statics[pc->n_statics++] = b;
+			continue;
+		}
+		pc->blk_var[pc->n_blks] = -2;
+		pc->blks[pc->n_blks++] = b;
+		if (al->size > pc->max_len)
+			pc->max_len = al->size;
+	}
+	/* Frees: the block of that address born last before the free and still live. */
+	qsort(pc->blks, pc->n_blks, sizeof(*pc->blks), cmp_blk);
+	for (size_t f = 0; f < pd->n_frees; f++) {
+		const struct nk__nkp_free *fr = &pd->frees[f];
+		size_t lo = 0, hi = pc->n_blks;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (pc->blks[mid].lo < fr->addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct blk *best = NULL;
+		for (size_t i = lo; i < pc->n_blks && pc->blks[i].lo == fr->addr; i++)
+			if (pc->blks[i].born <= fr->time_ns && pc->blks[i].died == UINT64_MAX)
+				best = &pc->blks[i];
+		if (best)
+			best->died = fr->time_ns;
+	}
+	(void)max_id;
+	return 0;
+}
+
+/* Attribute address @p addr at time @p t in process @p proc to a variable. */
+static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t addr, uint64_t t)
+{
+	const struct nk__nkp_process_data *pd = &c->p->procs[proc];
+	nk__symtab *s = c->syms ? c->syms[proc] : NULL;
+	char key[512];
+
+	/* 1. names given by the program, the latest given before the access winning */
+	for (size_t i = pd->n_names; i-- > 0;) {
+		const struct nk__nkp_name *n = &pd->names[i].n;
+		if (addr >= n->addr && addr - n->addr < n->size && n->time_ns <= t) {
+			if (pc->name_var[i] == -2) {
+				snprintf(key, sizeof(key), "name:%s", pd->names[i].name);
+				pc->name_var[i] = var_get(c, NK__VAR_NAMED, key, xstrdup(pd->names[i].name), n->size);
+			}
+			return pc->name_var[i];
+		}
+	}
+	/* 2. heap blocks live at t (an address may be reused by a later block) */
+	if (pc->n_blks && addr >= pc->blks[0].lo) {
+		size_t lo = 0, hi = pc->n_blks;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (pc->blks[mid].lo <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i-- > 0;) {
+			struct blk *b = &pc->blks[i];
+			if (addr - b->lo >= pc->max_len)
+				break;
+			if (addr < b->hi && b->born <= t && t < b->died) {
+				if (pc->blk_var[i] == -2)
+					pc->blk_var[i] = site_var(c, proc, b->site, b->hi - b->lo);
+				else if (pc->blk_var[i] >= 0 && b->hi - b->lo > c->a->vars[pc->blk_var[i]].size)
+					c->a->vars[pc->blk_var[i]].size = b->hi - b->lo;
+				return pc->blk_var[i];
+			}
+		}
+	}
+	if (pc->last_var >= 0 && addr >= pc->last_lo && addr < pc->last_hi)
+		return pc->last_var;
+	/* 3. statics */
+	struct nk__sym_var sv;
+	memset(&sv, 0, sizeof(sv));
+	if (s && c->ops->data(s, addr, &sv) && sv.name) {
+		char *name = sv.decl_file && sv.decl_line > 0
+				     ? xprintf("%s (%s:%d)", sv.name, base_name(sv.decl_file), sv.decl_line)
+				     : xstrdup(sv.name);
+		snprintf(key, sizeof(key), "static:%s:%s", sv.object ? base_name(sv.object) : "?", sv.name);
+		int v = var_get(c, NK__VAR_STATIC, key, name, sv.size);
+		if (v >= 0 && sv.type && !c->a->vars[v].type)
+			c->a->vars[v].type = xstrdup(sv.type);
+		pc->last_lo = sv.addr;
+		pc->last_hi = sv.addr + sv.size;
+		pc->last_var = v;
+		return v;
+	}
+	for (size_t i = 0; i < pc->n_statics; i++) {
+		struct blk *b = &pc->statics[i];
+		if (addr >= b->lo && addr < b->hi) {
+			const char *obj = NULL;
+			uint64_t lo, hi;
+			if (s && c->ops->mapping(s, addr, &obj, &lo, &hi) != NK__MAP_FILE)
+				obj = NULL;
+			if (obj)
+				snprintf(key, sizeof(key), "static:%s", base_name(obj));
+			else
+				snprintf(key, sizeof(key), "static:pid%u:%llx", pd->info.pid, (unsigned long long)b->lo);
+			int v = var_get(c, NK__VAR_STATIC, key,
+					obj ? xprintf("static data of %s", base_name(obj))
+					    : xprintf("static data at 0x%llx", (unsigned long long)b->lo),
+					b->hi - b->lo);
+			pc->last_lo = b->lo;
+			pc->last_hi = b->hi;
+			pc->last_var = v;
+			return v;
+		}
+	}
+	/* 4. thread stacks */
+	for (size_t i = 0; i < pd->n_threads; i++) {
+		const struct nk__nkp_thread *th = &pd->threads[i];
+		if (th->stack_hi > th->stack_lo && addr >= th->stack_lo && addr < th->stack_hi) {
+			if (pc->stack_var[i] == -2) {
+				snprintf(key, sizeof(key), "stack:pid%u:%u", pd->info.pid, th->index);
+				pc->stack_var[i] = var_get(c, NK__VAR_STACK, key,
+							   c->a->n_procs > 1 ? xprintf("stack of pid %u thread %u",
+										       pd->info.pid, th->index)
+									     : xprintf("stack of thread %u", th->index),
+							   th->stack_hi - th->stack_lo);
+			}
+			return pc->stack_var[i];
+		}
+	}
+	/* 5. mappings */
+	const char *mname = NULL;
+	uint64_t lo = 0, hi = 0;
+	int kind = s ? c->ops->mapping(s, addr, &mname, &lo, &hi) : NK__MAP_NONE;
+	if (kind == NK__MAP_FILE && mname) {
+		snprintf(key, sizeof(key), "file:%s", mname);
+		int v = var_get(c, NK__VAR_FILE, key, xstrdup(mname), hi - lo);
+		pc->last_lo = lo;
+		pc->last_hi = hi;
+		pc->last_var = v;
+		return v;
+	}
+	if (kind == NK__MAP_STACK) {
+		snprintf(key, sizeof(key), "stack:pid%u:0", pd->info.pid);
+		int v = var_get(c, NK__VAR_STACK, key,
+				c->a->n_procs > 1 ? xprintf("stack of pid %u thread 0", pd->info.pid)
+						  : xstrdup("stack of thread 0"),
+				hi - lo);
+		pc->last_lo = lo;
+		pc->last_hi = hi;
+		pc->last_var = v;
+		return v;
+	}
+	if (pc->anon_var < 0)
+		pc->anon_var = var_get(c, NK__VAR_ANON, "anon", xstrdup("[anonymous]"), 0);
+	return pc->anon_var;
+}
+
+static int json_u64(json_t *o, const char *k, uint64_t *out)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return 0;
+	*out = (uint64_t)json_integer_value(v);
+	return 1;
+}
+
+static int read_header(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	json_t *run = c->p->run_json ? json_loads(c->p->run_json, 0, NULL) : NULL;
+	const char *prog = "?", *sampler = "?";
+	if (json_is_object(run)) {
+		json_t *cmd = json_object_get(run, "command");
+		if (json_is_array(cmd) && json_is_string(json_array_get(cmd, 0)))
+			prog = json_string_value(json_array_get(cmd, 0));
+		if (json_is_string(json_object_get(run, "sampler")))
+			sampler = json_string_value(json_object_get(run, "sampler"));
+		json_u64(run, "wall_ns", &a->wall_ns);
+		json_t *fb = json_object_get(run, "fallback");
+		if (json_is_string(fb) && warn(a, xprintf("sampler fallback: %s", json_string_value(fb)))) {
+			json_decref(run);
+			return NK_ENOMEM;
+		}
+	}
+	a->program = xstrdup(prog);
+	a->sampler = xstrdup(sampler);
+	json_decref(run);
+	if (!a->program || !a->sampler)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < c->p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &c->p->procs[i];
+		if (!pd->complete && warn(a, xprintf("process %u did not finish its profile (killed?): its data is "
+						     "incomplete", pd->info.pid)))
+			return NK_ENOMEM;
+		json_t *end = pd->end_json ? json_loads(pd->end_json, 0, NULL) : NULL;
+		uint64_t dropped = 0;
+		if (json_is_object(end) && json_u64(end, "dropped", &dropped) && dropped &&
+		    warn(a, xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped))) {
+			json_decref(end);
+			return NK_ENOMEM;
+		}
+		json_decref(end);
+		nk__symtab *s = c->syms ? c->syms[i] : NULL;
+		const char *sw = s ? c->ops->warnings(s) : "";
+		if (sw && *sw && warn(a, xprintf("process %u: %s", pd->info.pid, sw)))
+			return NK_ENOMEM;
+	}
+	return 0;
+}
+
+static uint64_t page_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ps = 4096;
+	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
+	if (json_is_object(meta))
+		json_u64(meta, "page_size", &ps);
+	json_decref(meta);
+	if (!ps || (ps & (ps - 1)))
+		ps = 4096;
+	return ps;
+}
+
+static void free_pc(struct proc_ctx *pc)
+{
+	free(pc->blks);
+	free(pc->blk_var);
+	free(pc->statics);
+	free(pc->name_var);
+	free(pc->stack_var);
+}
+
+static int attribute_all(struct ctx *c)
+{
+	const struct nk__nkp_profile *p = c->p;
+	size_t total = 0, nft = 0;
+	for (size_t i = 0; i < p->n_procs; i++)
+		total += p->procs[i].n_samples;
+	c->recs = malloc((total ? total : 1) * sizeof(*c->recs));
+	c->ips = malloc((total ? total : 1) * sizeof(*c->ips));
+	if (!c->recs || !c->ips)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &p->procs[i];
+		for (size_t t = 0; t < pd->n_threads; t++)
+			if (thread_get(c, (uint32_t)i, pd->threads[t].tid, (int)pd->threads[t].index) < 0)
+				return NK_ENOMEM;
+	}
+	for (size_t i = 0; i < p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &p->procs[i];
+		struct proc_ctx pc;
+		memset(&pc, 0, sizeof(pc));
+		pc.last_var = -1;
+		pc.anon_var = -1;
+		int rc = build_blocks(pd, &pc);
+		pc.name_var = malloc((pd->n_names ? pd->n_names : 1) * sizeof(int));
+		pc.stack_var = malloc((pd->n_threads ? pd->n_threads : 1) * sizeof(int));
+		if (rc || !pc.name_var || !pc.stack_var) {
+			free_pc(&pc);
+			return NK_ENOMEM;
+		}
+		for (size_t k = 0; k < pd->n_names; k++)
+			pc.name_var[k] = -2;
+		for (size_t k = 0; k < pd->n_threads; k++)
+			pc.stack_var[k] = -2;
+		for (size_t k = 0; k < pd->n_phases; k++) {
+			const struct nk__nkp_phase_data *ph = &pd->phases[k];
+			if (ph->p.kind != 0 || !ph->name || pc.n_phase_map == 64)
+				continue;
+			int g = phase_get(c, ph->name);
+			if (g < 0) {
+				free_pc(&pc);
+				return NK_ENOMEM;
+			}
+			pc.phase_map_id[pc.n_phase_map] = (int16_t)ph->p.id;
+			pc.phase_map_g[pc.n_phase_map++] = g;
+		}
+		uint64_t ps = page_size_of(pd);
+		for (size_t k = 0; k < pd->n_samples; k++) {
+			const struct nk__nkp_sample *sm = &pd->samples[k];
+			int v = attribute(c, i, &pc, sm->addr, sm->time_ns);
+			int th = v >= 0 ? thread_get(c, (uint32_t)i, sm->tid, -1) : v;
+			if (v < 0 || th < 0) {
+				free_pc(&pc);
+				return NK_ENOMEM;
+			}
+			struct rec *r = &c->recs[c->n_recs++];
+			r->page = sm->addr / ps;
+			r->var = (uint32_t)v;
+			r->proc = (uint32_t)i;
+			r->thread = (uint32_t)th;
+			r->w = sm->weight ? sm->weight : 1;
+			r->cnode = sm->cpu_node;
+			r->pnode = sm->page_node;
+			r->access = sm->access;
+			if (sm->cpu_node >= 0 && sm->page_node >= 0)
+				r->where = sm->cpu_node == sm->page_node ? 0 : 1;
+			else if (sm->source == NK__SRC_LOCAL_DRAM)
+				r->where = 0;
+			else if (sm->source == NK__SRC_REMOTE_DRAM || sm->source == NK__SRC_REMOTE_CACHE)
+				r->where = 1;
+			else
+				r->where = 2;
+			r->phase = 0;
+			for (int q = 0; q < pc.n_phase_map; q++)
+				if (pc.phase_map_id[q] == (int16_t)sm->phase)
+					r->phase = (uint16_t)(pc.phase_map_g[q] + 1);
+			struct iprec *ip = &c->ips[c->n_ips++];
+			ip->ip = sm->ip;
+			ip->var = (uint32_t)v;
+			ip->proc = (uint32_t)i;
+			ip->thread = (uint32_t)th;
+			ip->w = r->w;
+			ip->remote = r->where == 1;
+			ip->ft = (sm->flags & NK__SF_FIRST_TOUCH) != 0;
+			ip->pnode = sm->page_node;
+			nft += ip->ft;
+		}
+		free_pc(&pc);
+	}
+	(void)nft;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+static int setup_nodes(struct ctx *c, const nk_machine *m)
+{
+	struct nk__analysis *a = c->a;
+	unsigned char *seen = calloc(MAX_NODE_ID, 1);
+	if (!seen)
+		return NK_ENOMEM;
+	if (m) {
+		int n = nk_machine_num_nodes(m);
+		for (int i = 0; i < n; i++) {
+			int id = nk_machine_node_id(m, i);
+			if (id >= 0 && id < MAX_NODE_ID)
+				seen[id] = 1;
+		}
+	}
+	for (size_t i = 0; i < c->n_recs; i++) {
+		if (c->recs[i].cnode >= 0 && c->recs[i].cnode < MAX_NODE_ID)
+			seen[c->recs[i].cnode] = 1;
+		if (c->recs[i].pnode >= 0 && c->recs[i].pnode < MAX_NODE_ID)
+			seen[c->recs[i].pnode] = 1;
+	}
+	int n = 0;
+	for (int i = 0; i < MAX_NODE_ID; i++)
+		n += seen[i];
+	a->node_ids = malloc((n ? (size_t)n : 1) * sizeof(int));
+	if (!a->node_ids) {
+		free(seen);
+		return NK_ENOMEM;
+	}
+	for (int i = 0; i < MAX_NODE_ID; i++)
+		if (seen[i])
+			a->node_ids[a->n_nodes++] = i;
+	free(seen);
+	size_t nn = a->n_nodes ? (size_t)a->n_nodes : 1;
+	a->node_local = calloc(nn, sizeof(uint64_t));
+	a->node_remote = calloc(nn, sizeof(uint64_t));
+	a->node_pages_acc = calloc(nn, sizeof(uint64_t));
+	if (!a->node_local || !a->node_remote || !a->node_pages_acc)
+		return NK_ENOMEM;
+	if (m) {
+		int nc = nk_machine_num_caches(m);
+		for (int i = 0; i < nc; i++) {
+			nk_cache_info ci;
+			if (!nk_machine_cache(m, i, &ci) && ci.level == 2 && ci.type != NK_CACHE_INSTRUCTION && ci.size) {
+				a->l2_size = ci.size;
+				break;
+			}
+		}
+		int mn = nk_machine_num_nodes(m);
+		for (int i = 0; i < mn; i++)
+			for (int j = 0; j < mn; j++) {
+				double f;
+				double bw;
+				int from = nk_machine_node_id(m, i), to = nk_machine_node_id(m, j);
+				if (i != j && !nk_machine_numa_factor(m, from, to, &f) && f > a->numa_factor)
+					a->numa_factor = f;
+				if (!nk_machine_get_matrix(m, NK_MATRIX_BANDWIDTH_MBS, from, to, &bw))
+					a->bandwidth_measured = 1;
+			}
+	}
+	return 0;
+}
+
+int nk__an_node_index(const struct nk__analysis *a, int id)
+{
+	for (int i = 0; i < a->n_nodes; i++)
+		if (a->node_ids[i] == id)
+			return i;
+	return -1;
+}
+
+/* ---------------------------------------------------------------- aggregation */
+
+static int cmp_rec(const void *x, const void *y)
+{
+	const struct rec *a = x, *b = y;
+	if (a->var != b->var)
+		return a->var < b->var ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->page != b->page)
+		return a->page < b->page ? -1 : 1;
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	return 0;
+}
+
+static int cmp_ip(const void *x, const void *y)
+{
+	const struct iprec *a = x, *b = y;
+	if (a->var != b->var)
+		return a->var < b->var ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->ip != b->ip)
+		return a->ip < b->ip ? -1 : 1;
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	return 0;
+}
+
+static int alloc_var_arrays(struct nk__analysis *a)
+{
+	size_t nn = a->n_nodes ? (size_t)a->n_nodes : 1;
+	for (size_t i = 0; i < a->n_vars; i++) {
+		struct nk__an_var *v = &a->vars[i];
+		v->acc_cpu = calloc(nn, sizeof(uint64_t));
+		v->remote_cpu = calloc(nn, sizeof(uint64_t));
+		v->acc_page = calloc(nn, sizeof(uint64_t));
+		v->pages_on = calloc(nn, sizeof(uint64_t));
+		if (!v->acc_cpu || !v->remote_cpu || !v->acc_page || !v->pages_on)
+			return NK_ENOMEM;
+	}
+	return 0;
+}
+
+static int count(struct ctx *c, int *nidx)
+{
+	struct nk__analysis *a = c->a;
+	size_t nn = a->n_nodes ? (size_t)a->n_nodes : 1, nt = a->n_threads ? a->n_threads : 1;
+	uint64_t *tcpu = calloc(nt * nn, sizeof(uint64_t));
+	a->thread_node = calloc(nt * nn, sizeof(uint64_t));
+	a->sharing = calloc(nt * nt, sizeof(double));
+	if (!tcpu || !a->thread_node || !a->sharing) {
+		free(tcpu);
+		return NK_ENOMEM;
+	}
+	for (size_t i = 0; i < a->n_phases; i++) {
+		a->phases[i].var_acc = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		a->phases[i].var_remote = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		if (!a->phases[i].var_acc || !a->phases[i].var_remote) {
+			free(tcpu);
+			return NK_ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < c->n_recs; i++) {
+		const struct rec *r = &c->recs[i];
+		struct nk__an_var *v = &a->vars[r->var];
+		struct nk__an_thread *t = &a->threads[r->thread];
+		int ci = r->cnode >= 0 && r->cnode < MAX_NODE_ID ? nidx[r->cnode] : -1;
+		int pi = r->pnode >= 0 && r->pnode < MAX_NODE_ID ? nidx[r->pnode] : -1;
+		v->samples++;
+		v->acc += r->w;
+		a->samples++;
+		a->acc += r->w;
+		t->samples++;
+		t->acc += r->w;
+		if (r->where == 0) {
+			v->local += r->w;
+			a->local += r->w;
+		} else if (r->where == 1) {
+			v->remote += r->w;
+			a->remote += r->w;
+			t->remote += r->w;
+		} else {
+			v->unknown += r->w;
+			a->unknown += r->w;
+		}
+		if (r->access == NK__ACC_READ)
+			v->reads += r->w;
+		else if (r->access == NK__ACC_WRITE)
+			v->writes += r->w;
+		if (ci >= 0) {
+			v->acc_cpu[ci] += r->w;
+			tcpu[r->thread * nn + (size_t)ci]++;
+			if (r->where == 1) {
+				v->remote_cpu[ci] += r->w;
+				a->node_remote[ci] += r->w;
+			} else if (r->where == 0) {
+				a->node_local[ci] += r->w;
+			}
+		}
+		if (pi >= 0) {
+			v->acc_page[pi] += r->w;
+			a->node_pages_acc[pi] += r->w;
+			a->thread_node[r->thread * nn + (size_t)pi] += r->w;
+		}
+		if (r->phase) {
+			struct nk__an_phase *ph = &a->phases[r->phase - 1];
+			ph->samples++;
+			ph->acc += r->w;
+			if (r->where == 0)
+				ph->local += r->w;
+			else if (r->where == 1)
+				ph->remote += r->w;
+			ph->var_acc[r->var] += r->w;
+			if (r->where == 1)
+				ph->var_remote[r->var] += r->w;
+		}
+	}
+	for (size_t t = 0; t < a->n_threads; t++) {
+		uint64_t best = 0;
+		for (size_t k = 0; k < (size_t)a->n_nodes; k++)
+			if (tcpu[t * nn + k] > best) {
+				best = tcpu[t * nn + k];
+				a->threads[t].node = a->node_ids[k];
+			}
+	}
+	free(tcpu);
+	return 0;
+}
+
+struct pth {
+	uint32_t thread;
+	uint64_t w;
+	int cnode;
+};
+
+/* Pages: classes, sharing, regularity. recs sorted by (var, proc, page, thread). */
+static int pages(struct ctx *c, int *nidx)
+{
+	struct nk__analysis *a = c->a;
+	size_t nt = a->n_threads ? a->n_threads : 1;
+	struct pth *pt = malloc(nt * sizeof(*pt));
+	uint32_t *owner = malloc((c->n_recs ? c->n_recs : 1) * sizeof(uint32_t));
+	uint64_t *tot = calloc(nt, sizeof(uint64_t)), *run = calloc(nt, sizeof(uint64_t)),
+		 *best = calloc(nt, sizeof(uint64_t));
+	int64_t *lastpos = malloc(nt * sizeof(int64_t));
+	unsigned char *seen = calloc(nt, 1);
+	if (!pt || !owner || !tot || !run || !best || !lastpos || !seen) {
+		free(seen);
+		free(pt);
+		free(owner);
+		free(tot);
+		free(run);
+		free(best);
+		free(lastpos);
+		return NK_ENOMEM;
+	}
+	size_t i = 0;
+	while (i < c->n_recs) {
+		uint32_t var = c->recs[i].var;
+		struct nk__an_var *v = &a->vars[var];
+		size_t n_owner = 0;
+		while (i < c->n_recs && c->recs[i].var == var) {
+			/* one page */
+			size_t j = i, npt = 0;
+			int pnode = -1;
+			while (j < c->n_recs && c->recs[j].var == var && c->recs[j].proc == c->recs[i].proc &&
+			       c->recs[j].page == c->recs[i].page) {
+				const struct rec *r = &c->recs[j];
+				if (r->pnode >= 0)
+					pnode = r->pnode;
+				if (npt && pt[npt - 1].thread == r->thread) {
+					pt[npt - 1].w += r->w;
+					if (pt[npt - 1].cnode < 0)
+						pt[npt - 1].cnode = r->cnode;
+				} else {
+					pt[npt++] = (struct pth){ r->thread, r->w, r->cnode };
+				}
+				j++;
+			}
+			v->pages++;
+			int pi = pnode >= 0 && pnode < MAX_NODE_ID ? nidx[pnode] : -1;
+			if (pi >= 0)
+				v->pages_on[pi]++;
+			int cross = 0, cn = -1;
+			for (size_t k = 0; k < npt; k++) {
+				if (!seen[pt[k].thread]) {
+					seen[pt[k].thread] = 1;
+					v->threads++;
+				}
+				if (pt[k].cnode < 0)
+					continue;
+				if (cn < 0)
+					cn = pt[k].cnode;
+				else if (pt[k].cnode != cn)
+					cross = 1;
+			}
+			if (npt == 1)
+				v->pages_private++;
+			else if (cross)
+				v->pages_cross_shared++;
+			else
+				v->pages_node_shared++;
+			size_t ow = 0;
+			for (size_t k = 0; k < npt; k++) {
+				if (pt[k].w > pt[ow].w)
+					ow = k;
+				for (size_t l = k + 1; l < npt; l++) {
+					double m = (double)(pt[k].w < pt[l].w ? pt[k].w : pt[l].w);
+					a->sharing[pt[k].thread * nt + pt[l].thread] += m;
+					a->sharing[pt[l].thread * nt + pt[k].thread] += m;
+				}
+			}
+			owner[n_owner++] = pt[ow].thread;
+			i = j;
+		}
+		/* regularity: each thread's owned pages, the share inside its longest run of consecutive
+		 * sampled pages (in address order) */
+		for (size_t k = 0; k < n_owner; k++) {
+			uint32_t t = owner[k];
+			tot[t] = run[t] = best[t] = 0;
+			lastpos[t] = -2;
+		}
+		for (size_t k = 0; k < n_owner; k++) {
+			uint32_t t = owner[k];
+			tot[t]++;
+			run[t] = lastpos[t] == (int64_t)k - 1 ? run[t] + 1 : 1;
+			if (run[t] > best[t])
+				best[t] = run[t];
+			lastpos[t] = (int64_t)k;
+		}
+		uint64_t inside = 0;
+		for (size_t k = 0; k < n_owner; k++) {
+			uint32_t t = owner[k];
+			if (tot[t]) {
+				inside += best[t];
+				tot[t] = 0;
+			}
+		}
+		v->regularity = n_owner ? (double)inside / (double)n_owner : -1;
+		memset(seen, 0, nt);
+		a->pages_private += v->pages_private;
+		a->pages_node_shared += v->pages_node_shared;
+		a->pages_cross_shared += v->pages_cross_shared;
+	}
+	free(pt);
+	free(owner);
+	free(tot);
+	free(run);
+	free(best);
+	free(lastpos);
+	free(seen);
+	return 0;
+}
+
+struct ipagg {
+	uint64_t ip, acc, remote;
+	uint32_t proc;
+};
+
+static int cmp_ipagg(const void *x, const void *y)
+{
+	const struct ipagg *a = x, *b = y;
+	if (a->remote != b->remote)
+		return a->remote > b->remote ? -1 : 1;
+	if (a->acc != b->acc)
+		return a->acc > b->acc ? -1 : 1;
+	return a->ip < b->ip ? -1 : a->ip > b->ip;
+}
+
+/* Top lines and the first-touch site.  ips sorted by (var, proc, ip, thread). */
+static int lines(struct ctx *c, int *nidx)
+{
+	struct nk__analysis *a = c->a;
+	struct ipagg *ag = malloc((c->n_ips ? c->n_ips : 1) * sizeof(*ag));
+	uint64_t *nodecnt = calloc(a->n_nodes ? (size_t)a->n_nodes : 1, sizeof(uint64_t));
+	if (!ag || !nodecnt) {
+		free(ag);
+		free(nodecnt);
+		return NK_ENOMEM;
+	}
+	size_t i = 0;
+	int rc = 0;
+	while (i < c->n_ips && !rc) {
+		uint32_t var = c->ips[i].var;
+		struct nk__an_var *v = &a->vars[var];
+		size_t nag = 0, j = i;
+		/* first touch: best (proc, ip) by samples, then its most common thread */
+		uint64_t ft_best = 0;
+		size_t ft_at = 0;
+		while (j < c->n_ips && c->ips[j].var == var) {
+			size_t k = j;
+			uint64_t acc = 0, rem = 0, ft = 0;
+			while (k < c->n_ips && c->ips[k].var == var && c->ips[k].proc == c->ips[j].proc &&
+			       c->ips[k].ip == c->ips[j].ip) {
+				acc += c->ips[k].w;
+				rem += c->ips[k].remote ? c->ips[k].w : 0;
+				ft += c->ips[k].ft;
+				k++;
+			}
+			v->ft_samples += ft;
+			if (ft > ft_best) {
+				ft_best = ft;
+				ft_at = j;
+			}
+			ag[nag++] = (struct ipagg){ c->ips[j].ip, acc, rem, c->ips[j].proc };
+			j = k;
+		}
+		if (ft_best) {
+			uint32_t proc = c->ips[ft_at].proc;
+			uint64_t ip = c->ips[ft_at].ip, tbest = 0, tcur = 0;
+			memset(nodecnt, 0, (a->n_nodes ? (size_t)a->n_nodes : 1) * sizeof(uint64_t));
+			for (size_t k = ft_at; k < j && c->ips[k].proc == proc && c->ips[k].ip == ip; k++) {
+				if (!c->ips[k].ft)
+					continue;
+				tcur = k > ft_at && c->ips[k - 1].thread == c->ips[k].thread && c->ips[k - 1].ft ? tcur + 1 : 1;
+				if (tcur > tbest) {
+					tbest = tcur;
+					v->ft_thread = (int)c->ips[k].thread;
+				}
+				int pn = c->ips[k].pnode;
+				if (pn >= 0 && pn < MAX_NODE_ID && nidx[pn] >= 0)
+					nodecnt[nidx[pn]]++;
+			}
+			uint64_t nb = 0;
+			for (int n = 0; n < a->n_nodes; n++)
+				if (nodecnt[n] > nb) {
+					nb = nodecnt[n];
+					v->ft_node = a->node_ids[n];
+				}
+			v->ft_top = ft_best;
+			v->ft_where = ip_text(c->ops, c->syms ? c->syms[proc] : NULL, ip);
+			if (!v->ft_where)
+				rc = NK_ENOMEM;
+		}
+		qsort(ag, nag, sizeof(*ag), cmp_ipagg);
+		/* symbolise the first 4*TOP, merge equal texts, keep TOP */
+		struct nk__an_line tmp[4 * NK__AN_TOP_LINES];
+		int nt = 0;
+		for (size_t k = 0; k < nag && k < 4 * NK__AN_TOP_LINES && !rc; k++) {
+			if (!ag[k].remote && !ag[k].acc)
+				continue;
+			char *w = ip_text(c->ops, c->syms ? c->syms[ag[k].proc] : NULL, ag[k].ip);
+			if (!w) {
+				rc = NK_ENOMEM;
+				break;
+			}
+			int found = -1;
+			for (int q = 0; q < nt; q++)
+				if (!strcmp(tmp[q].where, w))
+					found = q;
+			if (found >= 0) {
+				tmp[found].acc += ag[k].acc;
+				tmp[found].remote += ag[k].remote;
+				free(w);
+			} else {
+				tmp[nt++] = (struct nk__an_line){ w, ag[k].acc, ag[k].remote };
+			}
+		}
+		/* order again after merging (insertion sort, small) */
+		for (int q = 1; q < nt; q++)
+			for (int r = q; r > 0 && (tmp[r].remote > tmp[r - 1].remote ||
+						  (tmp[r].remote == tmp[r - 1].remote && tmp[r].acc > tmp[r - 1].acc));
+			     r--) {
+				struct nk__an_line x = tmp[r];
+				tmp[r] = tmp[r - 1];
+				tmp[r - 1] = x;
+			}
+		for (int q = 0; q < nt; q++) {
+			if (q < NK__AN_TOP_LINES)
+				v->lines[v->n_lines++] = tmp[q];
+			else
+				free(tmp[q].where);
+		}
+		i = j;
+	}
+	free(ag);
+	free(nodecnt);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- diagnosis */
+
+const char *nk__an_kind_name(int kind)
+{
+	static const char *const n[] = { "named", "heap", "static", "stack", "file", "anonymous" };
+	return kind >= 0 && kind < 6 ? n[kind] : "?";
+}
+
+const char *nk__an_diag_name(int diag)
+{
+	static const char *const n[] = { "too-few-samples", "fine", "hot-spot", "partition-mismatch", "uniform-sharing" };
+	return diag >= 0 && diag < 5 ? n[diag] : "?";
+}
+
+const char *nk__an_fix_name(int fix)
+{
+	static const char *const n[] = { "none", "leave", "not-worth-it", "parallel-init", "cyclic", "weighted" };
+	return fix >= 0 && fix < 6 ? n[fix] : "?";
+}
+
+static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
+{
+	uint64_t known = v->local + v->remote;
+	double rshare = known ? (double)v->remote / (double)known : 0;
+	uint64_t pages_known = 0, top = 0;
+	for (int n = 0; n < a->n_nodes; n++) {
+		pages_known += v->pages_on[n];
+		if (v->pages_on[n] > top) {
+			top = v->pages_on[n];
+			v->dominant_node = a->node_ids[n];
+		}
+	}
+	v->dominant_share = pages_known ? (double)top / (double)pages_known : 0;
+	double cross = v->pages ? (double)v->pages_cross_shared / (double)v->pages : 0;
+	uint64_t typed = v->reads + v->writes;
+	int read_mostly = typed && (double)v->reads / (double)typed >= NK__AN_READ_MOSTLY;
+	int regular = v->regularity >= NK__AN_REGULAR;
+	v->small = a->l2_size && v->size && v->size < a->l2_size;
+
+	if (v->samples < NK__AN_MIN_SAMPLES || !known)
+		v->diag = NK__DIAG_FEW_SAMPLES;
+	else if (rshare <= NK__AN_FINE_REMOTE)
+		v->diag = NK__DIAG_FINE;
+	else if (v->dominant_share >= NK__AN_HOTSPOT_NODE && a->n_nodes > 1)
+		v->diag = NK__DIAG_HOTSPOT;
+	else if (cross >= NK__AN_SHARED_PAGES)
+		v->diag = NK__DIAG_SHARING;
+	else
+		v->diag = NK__DIAG_PARTITION;
+
+	char ft[512] = "";
+	if (v->ft_where) {
+		const char *tl = v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "an unknown thread";
+		snprintf(ft, sizeof(ft), "; initialised by %s at %s", tl, v->ft_where);
+	}
+	v->policy = NULL;
+	if (v->diag == NK__DIAG_FEW_SAMPLES || v->diag == NK__DIAG_FINE)
+		v->fix = NK__FIX_NONE;
+	else if (a->numa_factor > 0 && a->numa_factor < NK__AN_MIN_NUMA_FACTOR)
+		v->fix = NK__FIX_NOT_WORTH;
+	else if (v->small || v->threads == 1)
+		v->fix = NK__FIX_LEAVE;
+	else if (regular && v->diag != NK__DIAG_SHARING)
+		v->fix = NK__FIX_PARALLEL_INIT;
+	else
+		v->fix = a->bandwidth_measured ? NK__FIX_WEIGHTED : NK__FIX_CYCLIC;
+	if (v->fix == NK__FIX_PARALLEL_INIT)
+		v->policy = "block";
+	else if (v->fix == NK__FIX_CYCLIC)
+		v->policy = "cyclic";
+	else if (v->fix == NK__FIX_WEIGHTED)
+		v->policy = "weighted";
+
+	switch (v->diag) {
+	case NK__DIAG_FEW_SAMPLES:
+		if (v->samples >= NK__AN_MIN_SAMPLES)
+			v->explain = xprintf("no sample with both the cpu's and the page's node known: cannot judge");
+		else
+			v->explain = xprintf("only %llu samples (fewer than %d): not enough to judge",
+					     (unsigned long long)v->samples, NK__AN_MIN_SAMPLES);
+		break;
+	case NK__DIAG_FINE:
+		v->explain = xprintf("%.0f%% of its accesses are remote: fine", 100 * rshare);
+		break;
+	case NK__DIAG_HOTSPOT:
+		v->explain = xprintf("hot spot: %.0f%% of its pages are on node %d, %.0f%% of accesses remote%s",
+				     100 * v->dominant_share, v->dominant_node, 100 * rshare, ft);
+		break;
+	case NK__DIAG_SHARING:
+		v->explain = xprintf("uniform sharing: %.0f%% of its pages are used by threads of several nodes, "
+				     "%.0f%% of accesses remote%s",
+				     100 * cross, 100 * rshare, read_mostly ? " (read-mostly)" : "");
+		break;
+	default:
+		v->explain = xprintf("partition mismatch: pages spread over nodes, but threads use other nodes' pages "
+				     "(%.0f%% of accesses remote, regularity %.2f)%s",
+				     100 * rshare, v->regularity < 0 ? 0 : v->regularity, ft);
+		break;
+	}
+	return v->explain ? 0 : NK_ENOMEM;
+}
+
+static int cmp_var(const void *x, const void *y)
+{
+	const struct nk__an_var *a = x, *b = y;
+	if (a->remote != b->remote)
+		return a->remote > b->remote ? -1 : 1;
+	if (a->acc != b->acc)
+		return a->acc > b->acc ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Per-phase variable counts follow the sorted variables. */
+static int permute_phases(struct nk__analysis *a)
+{
+	uint64_t *tmp = malloc((a->n_vars ? a->n_vars : 1) * sizeof(uint64_t));
+	if (!tmp)
+		return NK_ENOMEM;
+	for (size_t p = 0; p < a->n_phases; p++) {
+		uint64_t *arrs[2] = { a->phases[p].var_acc, a->phases[p].var_remote };
+		for (int k = 0; k < 2; k++) {
+			for (size_t i = 0; i < a->n_vars; i++)
+				tmp[i] = arrs[k][a->vars[i].created];
+			memcpy(arrs[k], tmp, a->n_vars * sizeof(uint64_t));
+		}
+	}
+	for (size_t i = 0; i < a->n_vars; i++)
+		a->vars[i].created = i;
+	free(tmp);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static const struct nk__an_symops default_ops = { nk__sym_ip, nk__sym_data, nk__sym_mapping, nk__sym_warnings };
+
+int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		struct nk__analysis **out, nk_error *err)
+{
+	return nk__analyze_ops(p, m, syms, NULL, out, err);
+}
+
+int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		    const struct nk__an_symops *ops, struct nk__analysis **out, nk_error *err)
+{
+	if (!p || !out)
+		return nk__error(err, NK_EINVAL, "nk__analyze: NULL argument");
+	if (ops && (!ops->ip || !ops->data || !ops->mapping || !ops->warnings))
+		return nk__error(err, NK_EINVAL, "nk__analyze: incomplete symbol operations");
+	struct ctx c;
+	memset(&c, 0, sizeof(c));
+	c.p = p;
+	c.syms = syms;
+	c.ops = ops ? ops : &default_ops;
+	c.a = calloc(1, sizeof(*c.a));
+	int *nidx = NULL;
+	nk_machine *own = NULL;
+	int rc = NK_ENOMEM;
+	if (!c.a)
+		goto out;
+	c.a->n_procs = (int)p->n_procs;
+	if (!m && p->machine_json) {
+		nk_error merr;
+		if (nk_machine_load_buffer(p->machine_json, strlen(p->machine_json), &own, &merr)) {
+			own = NULL;
+			if (warn(c.a, xprintf("the profile's machine description is unusable (%s): nodes are taken "
+					      "from the samples", merr.message)))
+				goto out;
+		}
+		m = own;
+	} else if (!m && warn(c.a, xstrdup("the profile has no machine description: nodes are taken from the "
+					   "samples, cache sizes and NUMA factor are unknown"))) {
+		goto out;
+	}
+	if ((rc = read_header(&c)) || (rc = attribute_all(&c)) || (rc = setup_nodes(&c, m)))
+		goto out;
+	rc = NK_ENOMEM;
+	nidx = malloc(MAX_NODE_ID * sizeof(int));
+	if (!nidx)
+		goto out;
+	for (int i = 0; i < MAX_NODE_ID; i++)
+		nidx[i] = -1;
+	for (int i = 0; i < c.a->n_nodes; i++)
+		nidx[c.a->node_ids[i]] = i;
+	if (alloc_var_arrays(c.a) || count(&c, nidx))
+		goto out;
+	qsort(c.recs, c.n_recs, sizeof(*c.recs), cmp_rec);
+	qsort(c.ips, c.n_ips, sizeof(*c.ips), cmp_ip);
+	if (pages(&c, nidx) || lines(&c, nidx))
+		goto out;
+	for (size_t i = 0; i < c.a->n_vars; i++)
+		if (diagnose(c.a, &c.a->vars[i]))
+			goto out;
+	if (c.a->n_vars)
+		qsort(c.a->vars, c.a->n_vars, sizeof(*c.a->vars), cmp_var);
+	if (permute_phases(c.a))
+		goto out;
+	if (!c.a->samples && warn(c.a, xstrdup("the profile holds no samples")))
+		goto out;
+	rc = 0;
+out:
+	free(nidx);
+	free(c.vtab.slot);
+	free(c.ttab.slot);
+	free(c.tkeys);
+	free(c.recs);
+	free(c.ips);
+	nk_machine_free(own);
+	if (rc) {
+		nk__analysis_free(c.a);
+		return nk__error(err, rc, "profile analysis: out of memory");
+	}
+	*out = c.a;
+	return 0;
+}
+
+void nk__analysis_free(struct nk__analysis *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n_vars; i++) {
+		struct nk__an_var *v = &a->vars[i];
+		free(v->name);
+		free(v->key);
+		free(v->type);
+		free(v->acc_cpu);
+		free(v->remote_cpu);
+		free(v->acc_page);
+		free(v->pages_on);
+		free(v->ft_where);
+		free(v->explain);
+		for (int k = 0; k < v->n_lines; k++)
+			free(v->lines[k].where);
+	}
+	free(a->vars);
+	for (size_t i = 0; i < a->n_threads; i++)
+		free(a->threads[i].label);
+	free(a->threads);
+	for (size_t i = 0; i < a->n_phases; i++) {
+		free(a->phases[i].name);
+		free(a->phases[i].var_acc);
+		free(a->phases[i].var_remote);
+	}
+	free(a->phases);
+	for (size_t i = 0; i < a->n_warnings; i++)
+		free(a->warnings[i]);
+	free(a->warnings);
+	free(a->program);
+	free(a->sampler);
+	free(a->node_ids);
+	free(a->node_local);
+	free(a->node_remote);
+	free(a->node_pages_acc);
+	free(a->thread_node);
+	free(a->sharing);
+	free(a);
+}

@@ -1,0 +1,185 @@
+/*
+ * Data-centric analysis of a profile (issue 6): every sample attributed to a
+ * variable (named range, heap allocation site, static, thread stack, file
+ * mapping, anonymous), per-variable and whole-profile counts, page classes,
+ * thread x node and thread x thread matrices, and a diagnosis with a
+ * suggested fix per variable.  Pure data: the report (report.c) formats it,
+ * `numakit advise` / `whatif` (issue 7) reuse it.  The rules and thresholds
+ * are documented in docs/report.md and tested in tests/unit/test_analysis.c.
+ *
+ * Counts named "acc" are accesses (sum of sample weights); "samples" are
+ * samples.  Node arrays are indexed like nk__analysis.node_ids.
+ */
+#ifndef NK_PROFILE_ANALYSIS_H
+#define NK_PROFILE_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numakit.h"
+#include "profile/nkp.h"
+#include "profile/symbols.h"
+
+/* Diagnosis thresholds (docs/report.md, "Diagnosis"). */
+#define NK__AN_MIN_SAMPLES 20       /* fewer samples than this (or none with both nodes known): too few */
+#define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
+#define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
+#define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
+#define NK__AN_REGULAR 0.80         /* regularity at least this: regular (each thread one contiguous slice) */
+#define NK__AN_READ_MOSTLY 0.90     /* reads at least this share of the typed accesses: read-mostly */
+#define NK__AN_MIN_NUMA_FACTOR 1.20 /* largest NUMA factor below this: placement is not worth changing */
+#define NK__AN_TOP_LINES 5          /* source lines kept per variable */
+
+enum nk__var_kind {
+	NK__VAR_NAMED = 0,  /* nk_profile_name / numakit arrays */
+	NK__VAR_HEAP = 1,   /* heap blocks of one allocation site */
+	NK__VAR_STATIC = 2, /* a static variable (or a writable segment when unsymbolised) */
+	NK__VAR_STACK = 3,  /* a thread's stack */
+	NK__VAR_FILE = 4,   /* a file mapping */
+	NK__VAR_ANON = 5,   /* anything else: "[anonymous]" */
+};
+
+enum nk__diag {
+	NK__DIAG_FEW_SAMPLES = 0, /* fewer than NK__AN_MIN_SAMPLES samples */
+	NK__DIAG_FINE = 1,        /* remote share <= NK__AN_FINE_REMOTE */
+	NK__DIAG_HOTSPOT = 2,     /* most pages on one node, accessed remotely from the others */
+	NK__DIAG_PARTITION = 3,   /* pages spread over nodes, but threads work on other nodes' pages */
+	NK__DIAG_SHARING = 4,     /* pages shared by threads of several nodes */
+};
+
+enum nk__fix {
+	NK__FIX_NONE = 0,          /* nothing to do (fine, too few samples) */
+	NK__FIX_LEAVE = 1,         /* small (< L2) or used by one thread only: leave it */
+	NK__FIX_NOT_WORTH = 2,     /* NUMA factor < NK__AN_MIN_NUMA_FACTOR */
+	NK__FIX_PARALLEL_INIT = 3, /* regular + partitioned: initialise in parallel with the compute partition, or `block` */
+	NK__FIX_CYCLIC = 4,        /* shared or irregular: `cyclic` */
+	NK__FIX_WEIGHTED = 5,      /* as cyclic, bandwidth measured: `weighted` */
+};
+
+/** One source line (or instruction address when unsymbolised). */
+struct nk__an_line {
+	char *where;        /* "file.c:42 (function)" or "0x401234" */
+	uint64_t acc, remote;
+};
+
+struct nk__an_var {
+	int kind;             /* enum nk__var_kind */
+	char *name;           /* what the report shows: "grid", "main.c:12 (init)", "stack of thread 3" */
+	char *key;            /* stable across runs and ASLR when symbolised (object+offsets), else pid-local */
+	char *type;           /* DWARF type of a static, NULL unknown */
+	uint64_t size;        /* bytes: the range, or the largest block of a heap site */
+	uint64_t blocks;      /* heap: allocations of the site that samples hit */
+	uint64_t samples, acc, local, remote, unknown; /* local/remote/unknown: accesses */
+	uint64_t reads, writes;
+	uint64_t *acc_cpu;    /* [n_nodes] accesses by the node of the accessing cpu */
+	uint64_t *remote_cpu; /* [n_nodes] remote accesses by the node of the accessing cpu */
+	uint64_t *acc_page;   /* [n_nodes] accesses by the node of the page */
+	uint64_t *pages_on;   /* [n_nodes] distinct sampled pages by node (last node seen) */
+	uint64_t pages;       /* distinct pages sampled */
+	uint64_t threads;     /* distinct threads that accessed it (1: private to a thread, leave it) */
+	uint64_t pages_private, pages_node_shared, pages_cross_shared;
+	/* first touch: the most common instruction among NK__SF_FIRST_TOUCH samples */
+	uint64_t ft_samples;  /* first-touch samples of the variable */
+	uint64_t ft_top;      /* of them at ft_where */
+	char *ft_where;       /* NULL when no first-touch sample */
+	int ft_thread;        /* index into nk__analysis.threads, -1 unknown */
+	int ft_node;          /* node id the first touches placed pages on, -1 unknown */
+	struct nk__an_line lines[NK__AN_TOP_LINES]; /* by remote accesses, descending */
+	int n_lines;
+	double regularity;    /* 0..1, share of each thread's pages inside its dominant contiguous block; -1 unknown */
+	int dominant_node;    /* node id holding most of the pages, -1 none */
+	double dominant_share;
+	int small;            /* 1 when size < L2 (and L2 known) */
+	int diag;             /* enum nk__diag */
+	int fix;              /* enum nk__fix */
+	const char *policy;   /* numakit policy for the fix ("block", "cyclic", "weighted"), NULL none */
+	char *explain;        /* one sentence: why the diagnosis, naming the first-touch site */
+	size_t created;       /* order of creation (internal: keeps per-phase counts aligned after sorting) */
+};
+
+struct nk__an_thread {
+	uint32_t pid, tid;
+	int index;     /* THREAD index (0 main), -1 when the thread has no THREAD record */
+	int node;      /* node id it mostly ran on, -1 unknown */
+	uint64_t samples, acc, remote;
+	char *label;   /* "thread 3" (or "pid 12 thread 3" with several processes) */
+};
+
+struct nk__an_phase {
+	char *name;
+	uint64_t samples, acc, local, remote;
+	uint64_t *var_acc, *var_remote; /* [n_vars] accesses (remote ones) of each variable in the phase */
+};
+
+struct nk__analysis {
+	/* header */
+	char *program;       /* RUN command[0], "?" unknown */
+	char *sampler;       /* RUN sampler */
+	uint64_t wall_ns;    /* RUN wall_ns, 0 unknown */
+	int n_procs;
+	uint64_t samples, acc, local, remote, unknown;
+	/* nodes */
+	int n_nodes;
+	int *node_ids;
+	uint64_t *node_local, *node_remote; /* [n_nodes] accesses by cpu node */
+	uint64_t *node_pages_acc;           /* [n_nodes] accesses served by each page node */
+	uint64_t l2_size;                   /* bytes, 0 unknown */
+	double numa_factor;                 /* largest between nodes of the machine, 0 unknown */
+	int bandwidth_measured;
+	/* variables, by remote accesses descending */
+	struct nk__an_var *vars;
+	size_t n_vars;
+	uint64_t pages_private, pages_node_shared, pages_cross_shared;
+	/* threads, by pid then index */
+	struct nk__an_thread *threads;
+	size_t n_threads;
+	uint64_t *thread_node;  /* [n_threads][n_nodes] accesses of thread to pages on node */
+	double *sharing;        /* [n_threads][n_threads] sum over pages of min(acc_i, acc_j); diagonal 0 */
+	struct nk__an_phase *phases;
+	size_t n_phases;
+	char **warnings;
+	size_t n_warnings;
+};
+
+/**
+ * Analyse @p p.  @p m may be NULL: built from the profile's MACHINE JSON,
+ * else nodes are taken from the samples.  @p syms may be NULL, else one per
+ * process of @p p (entries may be NULL): without one, names fall back to
+ * site ids and addresses.  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		struct nk__analysis **out, nk_error *err);
+void nk__analysis_free(struct nk__analysis *a);
+
+/** The symboliser calls nk__analyze makes (tests give fakes). */
+struct nk__an_symops {
+	int (*ip)(nk__symtab *s, uint64_t ip, struct nk__sym_loc *out);
+	int (*data)(nk__symtab *s, uint64_t addr, struct nk__sym_var *out);
+	int (*mapping)(nk__symtab *s, uint64_t addr, const char **name, uint64_t *lo, uint64_t *hi);
+	const char *(*warnings)(const nk__symtab *s);
+};
+/** nk__analyze through @p ops (NULL: the nk__sym_* functions). */
+int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
+		    const struct nk__an_symops *ops, struct nk__analysis **out, nk_error *err);
+
+/** Index of node @p id in a->node_ids, -1 when absent. */
+int nk__an_node_index(const struct nk__analysis *a, int id);
+
+/** Names of enum values, for text and JSON ("hot-spot", "cyclic", ...). */
+const char *nk__an_kind_name(int kind);
+const char *nk__an_diag_name(int diag);
+const char *nk__an_fix_name(int fix);
+
+/* ---- report.c: the reports of an analysis (docs/report.md) ---- */
+#define NK__REPORT_JSON_VERSION 1
+
+/** nk_profile_report() of an analysis (tests build analyses without a file). */
+int nk__report_analysis(const struct nk__analysis *a, int format, char **out, nk_error *err);
+/** nk_profile_sharing() of an analysis. */
+int nk__sharing_analysis(const struct nk__analysis *a, char **out, nk_error *err);
+/** Wrap @p a (taken over on success) as an nk_profile. */
+int nk__profile_from_analysis(struct nk__analysis *a, nk_profile **out, nk_error *err);
+/** The analysis of a loaded profile (for advise/whatif). */
+const struct nk__analysis *nk__profile_analysis(const nk_profile *p);
+
+#endif

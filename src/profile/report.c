@@ -1,0 +1,1004 @@
+/*
+ * The public profile API of the reader side: nk_profile_load / free /
+ * report / sharing (include/numakit.h).  Loading reads the file
+ * (nkp_read.c), symbolises each process (symbols.c) and analyses
+ * (analysis.c); the reports only format struct nk__analysis.  Formats
+ * documented in docs/report.md.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/analysis.h"
+#include "util/list.h"
+
+struct nk_profile {
+	struct nk__analysis *a;
+};
+
+int nk__profile_from_analysis(struct nk__analysis *a, nk_profile **out, nk_error *err)
+{
+	if (!a || !out)
+		return nk__error(err, NK_EINVAL, "nk__profile_from_analysis: NULL argument");
+	nk_profile *p = calloc(1, sizeof(*p));
+	if (!p)
+		return nk__error(err, NK_ENOMEM, "profile: out of memory");
+	p->a = a;
+	*out = p;
+	return 0;
+}
+
+const struct nk__analysis *nk__profile_analysis(const nk_profile *p)
+{
+	return p ? p->a : NULL;
+}
+
+int nk_profile_load(const char *path, nk_profile **out, nk_error *err)
+{
+	if (!path || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_load: NULL argument");
+	struct nk__nkp_profile *np = NULL;
+	int rc = nk__nkp_load(path, &np, err);
+	if (rc)
+		return rc;
+	nk__symtab **syms = calloc(np->n_procs ? np->n_procs : 1, sizeof(*syms));
+	char **sym_warn = calloc(np->n_procs ? np->n_procs : 1, sizeof(*sym_warn));
+	if (!syms || !sym_warn) {
+		free(syms);
+		free(sym_warn);
+		nk__nkp_free(np);
+		return nk__error(err, NK_ENOMEM, "%s: out of memory", path);
+	}
+	for (size_t i = 0; i < np->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &np->procs[i];
+		nk_error serr = { 0 };
+		if (!pd->n_maps)
+			continue;
+		if (nk__sym_open((const char *const *)pd->all_maps, pd->n_maps, &syms[i], &serr)) {
+			syms[i] = NULL;
+			if (asprintf(&sym_warn[i], "process %u: cannot symbolise (%s): names are addresses", pd->info.pid,
+				     serr.message) < 0)
+				sym_warn[i] = NULL;
+		}
+	}
+	struct nk__analysis *a = NULL;
+	rc = nk__analyze(np, NULL, syms, &a, err);
+	for (size_t i = 0; i < np->n_procs; i++)
+		nk__sym_close(syms[i]);
+	free(syms);
+	if (!rc) {
+		for (size_t i = 0; i < np->n_procs; i++) {
+			if (!sym_warn[i])
+				continue;
+			char **w = realloc(a->warnings, (a->n_warnings + 1) * sizeof(*w));
+			if (!w)
+				break;
+			a->warnings = w;
+			w[a->n_warnings++] = sym_warn[i];
+			sym_warn[i] = NULL;
+		}
+	}
+	for (size_t i = 0; i < np->n_procs; i++)
+		free(sym_warn[i]);
+	free(sym_warn);
+	nk__nkp_free(np);
+	if (rc)
+		return rc;
+	rc = nk__profile_from_analysis(a, out, err);
+	if (rc)
+		nk__analysis_free(a);
+	return rc;
+}
+
+void nk_profile_free(nk_profile *p)
+{
+	if (!p)
+		return;
+	nk__analysis_free(p->a);
+	free(p);
+}
+
+/* ---------------------------------------------------------------- buffer */
+
+struct buf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = 1;
+			return;
+		}
+		if (b->s && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap <= b->len + (size_t)n)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->oom = 1;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+static int bfinish(struct buf *b, char **out, nk_error *err)
+{
+	if (b->oom || !b->s) {
+		free(b->s);
+		return nk__error(err, NK_ENOMEM, "profile report: out of memory");
+	}
+	*out = b->s;
+	return 0;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static const char *fmt_size(uint64_t bytes, char *buf, size_t cap)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, cap, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+/* Fit @p s in @p w columns, cutting the middle with "~". */
+static const char *fit(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if (n <= (size_t)w || w < 5 || (size_t)w >= cap) {
+		snprintf(buf, cap, "%s", s);
+		return buf;
+	}
+	size_t head = (size_t)(w - 1) / 2, tail = (size_t)w - 1 - head;
+	snprintf(buf, cap, "%.*s~%s", (int)head, s, s + n - tail);
+	return buf;
+}
+
+static const char *fix_text(const struct nk__analysis *a, const struct nk__an_var *v, char *buf, size_t cap)
+{
+	switch (v->fix) {
+	case NK__FIX_LEAVE:
+		snprintf(buf, cap, "leave it (%s)", v->small ? "smaller than L2" : "used by one thread only");
+		break;
+	case NK__FIX_NOT_WORTH:
+		snprintf(buf, cap, "not worth it: NUMA factor %.2f < %.2f", a->numa_factor, NK__AN_MIN_NUMA_FACTOR);
+		break;
+	case NK__FIX_PARALLEL_INIT:
+		snprintf(buf, cap, "initialise in parallel with the compute loop's partition, or policy `block`");
+		break;
+	case NK__FIX_CYCLIC:
+		snprintf(buf, cap, "spread its pages: policy `cyclic`");
+		break;
+	case NK__FIX_WEIGHTED:
+		snprintf(buf, cap, "spread its pages by bandwidth: policy `weighted`");
+		break;
+	default:
+		snprintf(buf, cap, "nothing to do");
+		break;
+	}
+	return buf;
+}
+
+/* ---------------------------------------------------------------- text */
+
+/* @p text after @p indent spaces, wrapped at word boundaries to 100 columns. */
+static void wrapped(struct buf *b, int indent, const char *prefix, const char *text)
+{
+	int col = indent + (int)strlen(prefix);
+	bprintf(b, "%*s%s", indent, "", prefix);
+	int first = 1;
+	while (*text) {
+		while (*text == ' ')
+			text++;
+		if (!*text)
+			break;
+		const char *sp = strchr(text, ' ');
+		int w = sp ? (int)(sp - text) : (int)strlen(text);
+		if (!first && col + 1 + w > 100) {
+			bprintf(b, "\n%*s", indent + 2, "");
+			col = indent + 2;
+		} else if (!first) {
+			bprintf(b, " ");
+			col++;
+		}
+		bprintf(b, "%.*s", w, text);
+		col += w;
+		text += w;
+		first = 0;
+	}
+	bprintf(b, "\n");
+}
+
+#define TEXT_VARS 12 /* variables listed per node and in the table */
+
+static void text_report(const struct nk__analysis *a, struct buf *b)
+{
+	char s1[64], s2[128];
+	uint64_t known = a->local + a->remote;
+	bprintf(b, "numakit report: %s\n", a->program);
+	bprintf(b, "sampler %s, %llu samples (%llu accesses), %d process%s, %zu thread%s", a->sampler,
+		(unsigned long long)a->samples, (unsigned long long)a->acc, a->n_procs, a->n_procs == 1 ? "" : "es",
+		a->n_threads, a->n_threads == 1 ? "" : "s");
+	if (a->wall_ns)
+		bprintf(b, ", %.2f s", (double)a->wall_ns / 1e9);
+	bprintf(b, "\nremote accesses: %.1f%% of %llu with known nodes", pct(a->remote, known),
+		(unsigned long long)known);
+	if (a->unknown)
+		bprintf(b, " (%llu accesses of unknown node)", (unsigned long long)a->unknown);
+	bprintf(b, "\nmachine: %d node%s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
+	if (a->numa_factor > 0)
+		bprintf(b, ", NUMA factor up to %.2f", a->numa_factor);
+	if (a->l2_size)
+		bprintf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+	bprintf(b, "\n");
+
+	bprintf(b, "\n== Per node: variables by remote accesses from the node's cpus ==\n");
+	for (int n = 0; n < a->n_nodes; n++) {
+		uint64_t tot = a->node_local[n] + a->node_remote[n];
+		bprintf(b, "node %d: %llu accesses, %.1f%% remote; pages on it served %llu accesses\n", a->node_ids[n],
+			(unsigned long long)tot, pct(a->node_remote[n], tot), (unsigned long long)a->node_pages_acc[n]);
+		int shown = 0;
+		for (size_t i = 0; i < a->n_vars && shown < TEXT_VARS; i++) {
+			const struct nk__an_var *v = &a->vars[i];
+			if (!v->remote_cpu[n])
+				continue;
+			shown++;
+			bprintf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", fit(v->name, 46, s2, sizeof(s2)),
+				(unsigned long long)v->remote_cpu[n], pct(v->remote_cpu[n], v->acc_cpu[n]));
+			for (int k = 0; k < v->n_lines && k < 3; k++)
+				if (v->lines[k].remote)
+					bprintf(b, "      at %-52s %10llu remote (all nodes)\n",
+						fit(v->lines[k].where, 52, s2, sizeof(s2)), (unsigned long long)v->lines[k].remote);
+		}
+		if (!shown)
+			bprintf(b, "  (no remote access sampled)\n");
+	}
+
+	bprintf(b, "\n== Variables ==\n");
+	bprintf(b, "%-30s %-6s %9s %8s %7s %6s %6s %6s %6s %5s\n", "variable", "kind", "size", "samples", "remote",
+		"pages", "priv", "node", "cross", "reg");
+	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		char reg[16];
+		if (v->regularity < 0)
+			snprintf(reg, sizeof(reg), "-");
+		else
+			snprintf(reg, sizeof(reg), "%.2f", v->regularity);
+		bprintf(b, "%-30s %-6.6s %9s %8llu %6.1f%% %6llu %5.0f%% %5.0f%% %5.0f%% %5s\n",
+			fit(v->name, 30, s2, sizeof(s2)), nk__an_kind_name(v->kind),
+			v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
+			pct(v->remote, v->local + v->remote), (unsigned long long)v->pages, pct(v->pages_private, v->pages),
+			pct(v->pages_node_shared, v->pages), pct(v->pages_cross_shared, v->pages), reg);
+	}
+	if (a->n_vars > 3 * TEXT_VARS)
+		bprintf(b, "(%zu more variables in --json)\n", a->n_vars - 3 * TEXT_VARS);
+	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
+	bprintf(b, "page classes: %llu pages sampled, %.1f%% private, %.1f%% shared within a node, %.1f%% shared "
+		   "across nodes\n",
+		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
+		pct(a->pages_cross_shared, pg));
+
+	if (a->n_threads && a->n_nodes) {
+		bprintf(b, "\n== Threads x page nodes (%% of the thread's accesses) ==\n%-22s %5s", "thread", "runs");
+		for (int n = 0; n < a->n_nodes; n++) {
+			snprintf(s1, sizeof(s1), "node%d", a->node_ids[n]);
+			bprintf(b, " %8s", s1);
+		}
+		bprintf(b, "\n");
+		for (size_t t = 0; t < a->n_threads && t < 64; t++) {
+			const struct nk__an_thread *th = &a->threads[t];
+			uint64_t tot = 0;
+			for (int n = 0; n < a->n_nodes; n++)
+				tot += a->thread_node[t * (size_t)a->n_nodes + (size_t)n];
+			if (th->node >= 0)
+				snprintf(s1, sizeof(s1), "%d", th->node);
+			else
+				snprintf(s1, sizeof(s1), "-");
+			bprintf(b, "%-22s %5s", fit(th->label, 22, s2, sizeof(s2)), s1);
+			for (int n = 0; n < a->n_nodes; n++)
+				bprintf(b, " %7.1f%%", pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
+			bprintf(b, "\n");
+		}
+		if (a->n_threads > 64)
+			bprintf(b, "(%zu more threads in --json)\n", a->n_threads - 64);
+	}
+	if (a->n_threads >= 2 && a->n_threads <= 16) {
+		double mx = 0;
+		for (size_t i = 0; i < a->n_threads * a->n_threads; i++)
+			if (a->sharing[i] > mx)
+				mx = a->sharing[i];
+		bprintf(b, "\n== Thread sharing (accesses to common pages, %% of the largest pair) ==\n%-10s", "");
+		for (size_t j = 0; j < a->n_threads; j++)
+			bprintf(b, " %5zu", j);
+		bprintf(b, "\n");
+		for (size_t i = 0; i < a->n_threads; i++) {
+			bprintf(b, "%-10s", fit(a->threads[i].label, 10, s2, sizeof(s2)));
+			for (size_t j = 0; j < a->n_threads; j++) {
+				if (i == j)
+					bprintf(b, " %5s", "-");
+				else
+					bprintf(b, " %5.0f", mx > 0 ? 100 * a->sharing[i * a->n_threads + j] / mx : 0);
+			}
+			bprintf(b, "\n");
+		}
+	} else if (a->n_threads > 16) {
+		bprintf(b, "\n(thread sharing matrix: %zu threads, see --json or --sharing)\n", a->n_threads);
+	}
+	if (a->n_phases) {
+		bprintf(b, "\n== Phases (variables by remote accesses in each) ==\n");
+		for (size_t i = 0; i < a->n_phases; i++) {
+			const struct nk__an_phase *ph = &a->phases[i];
+			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
+			bprintf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
+				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+			/* the variables with most remote accesses in the phase */
+			for (int k = 0; k < 3; k++) {
+				size_t best = SIZE_MAX;
+				for (size_t v = 0; v < a->n_vars; v++) {
+					int taken = 0;
+					for (int q = 0; q < k; q++)
+						taken |= shown[q] == v;
+					if (!taken && ph->var_remote[v] &&
+					    (best == SIZE_MAX || ph->var_remote[v] > ph->var_remote[best]))
+						best = v;
+				}
+				if (best == SIZE_MAX)
+					break;
+				shown[k] = best;
+				bprintf(b, "  %-44s %10llu remote of %llu\n", fit(a->vars[best].name, 44, s2, sizeof(s2)),
+					(unsigned long long)ph->var_remote[best], (unsigned long long)ph->var_acc[best]);
+			}
+		}
+	}
+
+	bprintf(b, "\n== Diagnosis ==\n");
+	int said = 0;
+	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		char fx[160];
+		if (v->diag == NK__DIAG_FEW_SAMPLES && v->remote == 0)
+			continue;
+		said++;
+		bprintf(b, "%s [%s]\n", v->name, nk__an_diag_name(v->diag));
+		wrapped(b, 2, "", v->explain);
+		wrapped(b, 2, "fix: ", fix_text(a, v, fx, sizeof(fx)));
+	}
+	if (!said)
+		bprintf(b, "(nothing sampled)\n");
+	if (a->n_warnings) {
+		bprintf(b, "\n== Warnings ==\n");
+		for (size_t i = 0; i < a->n_warnings; i++)
+			wrapped(b, 0, "- ", a->warnings[i]);
+	}
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_t *u64_array(const uint64_t *v, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_integer((json_int_t)v[i]));
+	return arr;
+}
+
+static json_t *json_report(const struct nk__analysis *a)
+{
+	json_t *r = json_object(), *nodes = json_array(), *vars = json_array(), *threads = json_array(),
+	       *tn = json_array(), *sh = json_array(), *phases = json_array(), *warns = json_array();
+	json_object_set_new(r, "format", json_string("numakit-report"));
+	json_object_set_new(r, "version", json_integer(NK__REPORT_JSON_VERSION));
+	json_object_set_new(r, "program", json_string(a->program));
+	json_object_set_new(r, "sampler", json_string(a->sampler));
+	json_object_set_new(r, "wall_ns", json_integer((json_int_t)a->wall_ns));
+	json_object_set_new(r, "processes", json_integer(a->n_procs));
+	json_object_set_new(r, "samples", json_integer((json_int_t)a->samples));
+	json_object_set_new(r, "accesses", json_integer((json_int_t)a->acc));
+	json_object_set_new(r, "local", json_integer((json_int_t)a->local));
+	json_object_set_new(r, "remote", json_integer((json_int_t)a->remote));
+	json_object_set_new(r, "unknown", json_integer((json_int_t)a->unknown));
+	json_object_set_new(r, "l2_bytes", json_integer((json_int_t)a->l2_size));
+	json_object_set_new(r, "numa_factor", a->numa_factor > 0 ? json_real(a->numa_factor) : json_null());
+	json_object_set_new(r, "bandwidth_measured", json_boolean(a->bandwidth_measured));
+	json_t *thr = json_object();
+	json_object_set_new(thr, "min_samples", json_integer(NK__AN_MIN_SAMPLES));
+	json_object_set_new(thr, "fine_remote", json_real(NK__AN_FINE_REMOTE));
+	json_object_set_new(thr, "hotspot_node", json_real(NK__AN_HOTSPOT_NODE));
+	json_object_set_new(thr, "shared_pages", json_real(NK__AN_SHARED_PAGES));
+	json_object_set_new(thr, "regular", json_real(NK__AN_REGULAR));
+	json_object_set_new(thr, "min_numa_factor", json_real(NK__AN_MIN_NUMA_FACTOR));
+	json_object_set_new(r, "thresholds", thr);
+	for (int n = 0; n < a->n_nodes; n++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "node", json_integer(a->node_ids[n]));
+		json_object_set_new(o, "local", json_integer((json_int_t)a->node_local[n]));
+		json_object_set_new(o, "remote", json_integer((json_int_t)a->node_remote[n]));
+		json_object_set_new(o, "served", json_integer((json_int_t)a->node_pages_acc[n]));
+		json_array_append_new(nodes, o);
+	}
+	json_object_set_new(r, "nodes", nodes);
+	size_t nn = (size_t)a->n_nodes;
+	for (size_t i = 0; i < a->n_vars; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		json_t *o = json_object(), *lines = json_array(), *ft = json_null();
+		json_object_set_new(o, "name", json_string(v->name));
+		json_object_set_new(o, "key", json_string(v->key));
+		json_object_set_new(o, "kind", json_string(nk__an_kind_name(v->kind)));
+		json_object_set_new(o, "type", v->type ? json_string(v->type) : json_null());
+		json_object_set_new(o, "size", json_integer((json_int_t)v->size));
+		json_object_set_new(o, "samples", json_integer((json_int_t)v->samples));
+		json_object_set_new(o, "accesses", json_integer((json_int_t)v->acc));
+		json_object_set_new(o, "local", json_integer((json_int_t)v->local));
+		json_object_set_new(o, "remote", json_integer((json_int_t)v->remote));
+		json_object_set_new(o, "unknown", json_integer((json_int_t)v->unknown));
+		json_object_set_new(o, "reads", json_integer((json_int_t)v->reads));
+		json_object_set_new(o, "writes", json_integer((json_int_t)v->writes));
+		json_object_set_new(o, "by_cpu_node", u64_array(v->acc_cpu, nn));
+		json_object_set_new(o, "remote_by_cpu_node", u64_array(v->remote_cpu, nn));
+		json_object_set_new(o, "by_page_node", u64_array(v->acc_page, nn));
+		json_object_set_new(o, "pages_by_node", u64_array(v->pages_on, nn));
+		json_object_set_new(o, "pages", json_integer((json_int_t)v->pages));
+		json_object_set_new(o, "threads", json_integer((json_int_t)v->threads));
+		json_object_set_new(o, "pages_private", json_integer((json_int_t)v->pages_private));
+		json_object_set_new(o, "pages_node_shared", json_integer((json_int_t)v->pages_node_shared));
+		json_object_set_new(o, "pages_cross_shared", json_integer((json_int_t)v->pages_cross_shared));
+		json_object_set_new(o, "regularity", v->regularity >= 0 ? json_real(v->regularity) : json_null());
+		json_object_set_new(o, "dominant_node", json_integer(v->dominant_node));
+		json_object_set_new(o, "dominant_share", json_real(v->dominant_share));
+		json_object_set_new(o, "smaller_than_l2", json_boolean(v->small));
+		if (v->ft_where) {
+			ft = json_object();
+			json_object_set_new(ft, "where", json_string(v->ft_where));
+			json_object_set_new(ft, "thread", v->ft_thread >= 0 ? json_string(a->threads[v->ft_thread].label)
+									     : json_null());
+			json_object_set_new(ft, "node", json_integer(v->ft_node));
+			json_object_set_new(ft, "samples", json_integer((json_int_t)v->ft_top));
+			json_object_set_new(ft, "of", json_integer((json_int_t)v->ft_samples));
+		}
+		json_object_set_new(o, "first_touch", ft);
+		for (int k = 0; k < v->n_lines; k++) {
+			json_t *l = json_object();
+			json_object_set_new(l, "where", json_string(v->lines[k].where));
+			json_object_set_new(l, "accesses", json_integer((json_int_t)v->lines[k].acc));
+			json_object_set_new(l, "remote", json_integer((json_int_t)v->lines[k].remote));
+			json_array_append_new(lines, l);
+		}
+		json_object_set_new(o, "lines", lines);
+		json_object_set_new(o, "diagnosis", json_string(nk__an_diag_name(v->diag)));
+		json_object_set_new(o, "explanation", json_string(v->explain));
+		json_object_set_new(o, "fix", json_string(nk__an_fix_name(v->fix)));
+		json_object_set_new(o, "policy", v->policy ? json_string(v->policy) : json_null());
+		json_array_append_new(vars, o);
+	}
+	json_object_set_new(r, "variables", vars);
+	for (size_t t = 0; t < a->n_threads; t++) {
+		const struct nk__an_thread *th = &a->threads[t];
+		json_t *o = json_object(), *row = json_array();
+		json_object_set_new(o, "label", json_string(th->label));
+		json_object_set_new(o, "pid", json_integer(th->pid));
+		json_object_set_new(o, "tid", json_integer(th->tid));
+		json_object_set_new(o, "index", json_integer(th->index));
+		json_object_set_new(o, "node", json_integer(th->node));
+		json_object_set_new(o, "samples", json_integer((json_int_t)th->samples));
+		json_object_set_new(o, "accesses", json_integer((json_int_t)th->acc));
+		json_object_set_new(o, "remote", json_integer((json_int_t)th->remote));
+		json_array_append_new(threads, o);
+		json_array_append_new(tn, u64_array(a->thread_node + t * nn, nn));
+		for (size_t j = 0; j < a->n_threads; j++)
+			json_array_append_new(row, json_real(a->sharing[t * a->n_threads + j]));
+		json_array_append_new(sh, row);
+	}
+	json_object_set_new(r, "threads", threads);
+	json_object_set_new(r, "thread_node", tn);
+	json_object_set_new(r, "sharing", sh);
+	json_t *pc = json_object();
+	json_object_set_new(pc, "private", json_integer((json_int_t)a->pages_private));
+	json_object_set_new(pc, "node_shared", json_integer((json_int_t)a->pages_node_shared));
+	json_object_set_new(pc, "cross_shared", json_integer((json_int_t)a->pages_cross_shared));
+	json_object_set_new(r, "page_classes", pc);
+	for (size_t i = 0; i < a->n_phases; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(a->phases[i].name));
+		json_object_set_new(o, "samples", json_integer((json_int_t)a->phases[i].samples));
+		json_object_set_new(o, "accesses", json_integer((json_int_t)a->phases[i].acc));
+		json_object_set_new(o, "local", json_integer((json_int_t)a->phases[i].local));
+		json_object_set_new(o, "remote", json_integer((json_int_t)a->phases[i].remote));
+		json_t *pv = json_array();
+		for (size_t v = 0; v < a->n_vars; v++) {
+			if (!a->phases[i].var_acc[v])
+				continue;
+			json_t *e = json_object();
+			json_object_set_new(e, "name", json_string(a->vars[v].name));
+			json_object_set_new(e, "accesses", json_integer((json_int_t)a->phases[i].var_acc[v]));
+			json_object_set_new(e, "remote", json_integer((json_int_t)a->phases[i].var_remote[v]));
+			json_array_append_new(pv, e);
+		}
+		json_object_set_new(o, "variables", pv);
+		json_array_append_new(phases, o);
+	}
+	json_object_set_new(r, "phases", phases);
+	for (size_t i = 0; i < a->n_warnings; i++)
+		json_array_append_new(warns, json_string(a->warnings[i]));
+	json_object_set_new(r, "warnings", warns);
+	return r;
+}
+
+/* ---------------------------------------------------------------- HTML */
+
+static void hesc(struct buf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<':
+			bprintf(b, "&lt;");
+			break;
+		case '>':
+			bprintf(b, "&gt;");
+			break;
+		case '&':
+			bprintf(b, "&amp;");
+			break;
+		case '"':
+			bprintf(b, "&quot;");
+			break;
+		default:
+			bprintf(b, "%c", *s);
+		}
+	}
+}
+
+/* As hesc, `text` in backquotes becoming <code>text</code>. */
+static void hesc_code(struct buf *b, const char *s)
+{
+	int open = 0;
+	for (; *s; s++) {
+		if (*s == '`') {
+			bprintf(b, open ? "</code>" : "<code>");
+			open = !open;
+		} else {
+			char c[2] = { *s, 0 };
+			hesc(b, c);
+		}
+	}
+	if (open)
+		bprintf(b, "</code>");
+}
+
+static const char *diag_color(int d)
+{
+	switch (d) {
+	case NK__DIAG_FINE:
+		return "#2e7d32";
+	case NK__DIAG_HOTSPOT:
+		return "#c62828";
+	case NK__DIAG_PARTITION:
+		return "#ef6c00";
+	case NK__DIAG_SHARING:
+		return "#6a1b9a";
+	default:
+		return "#757575";
+	}
+}
+
+/* White to red by @p f in [0, 1]. */
+static void heat(struct buf *b, double f)
+{
+	if (!(f >= 0))
+		f = 0;
+	if (f > 1)
+		f = 1;
+	int g = (int)lround(245 - 180 * f), bl = (int)lround(240 - 200 * f);
+	bprintf(b, "rgb(250,%d,%d)", g, bl);
+}
+
+/* A heat map of @p v (nr x nc); cells show @p v itself when @p raw, else % of the largest. */
+static void svg_heatmap(struct buf *b, const char *title, const char *const *rows, size_t nr, const char *const *cols,
+			size_t nc, const double *v, int diag_blank, int raw)
+{
+	const int cell = nc > 24 ? 14 : nc <= 8 ? 44 : 34, lw = 130, th = 24;
+	double mx = 0;
+	for (size_t i = 0; i < nr * nc; i++)
+		if (v[i] > mx && !(diag_blank && i / nc == i % nc))
+			mx = v[i];
+	int w = lw + (int)nc * cell + 10, h = th + 18 + (int)nr * cell + 4;
+	bprintf(b, "<figure><figcaption>");
+	hesc(b, title);
+	bprintf(b, "</figcaption><svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">", w, h, w, h);
+	for (size_t j = 0; j < nc; j++)
+		if (cell >= 30 || j % 4 == 0) {
+			bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">", lw + (int)j * cell + cell / 2,
+				th + 10);
+			hesc(b, cols[j]);
+			bprintf(b, "</text>");
+		}
+	for (size_t i = 0; i < nr; i++) {
+		int y = th + 18 + (int)i * cell;
+		bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"end\">", lw - 6, y + cell / 2 + 4);
+		hesc(b, rows[i]);
+		bprintf(b, "</text>");
+		for (size_t j = 0; j < nc; j++) {
+			double f = mx > 0 ? v[i * nc + j] / mx : 0;
+			bprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + (int)j * cell, y, cell - 1,
+				cell - 1);
+			if (diag_blank && i == j)
+				bprintf(b, "#ddd");
+			else
+				heat(b, f);
+			bprintf(b, "\"><title>%.4g</title></rect>", v[i * nc + j]);
+			if (cell >= 30 && !(diag_blank && i == j))
+				bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"cv\" text-anchor=\"middle\">%.0f</text>",
+					lw + (int)j * cell + cell / 2, y + cell / 2 + 4, raw ? v[i * nc + j] : 100 * f);
+		}
+	}
+	bprintf(b, "</svg></figure>\n");
+}
+
+#define HTML_VARS 20
+
+static void html_report(const struct nk__analysis *a, struct buf *b)
+{
+	char s1[64], s2[64];
+	uint64_t known = a->local + a->remote;
+	size_t nv = a->n_vars < HTML_VARS ? a->n_vars : HTML_VARS;
+	bprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>numakit report: ");
+	hesc(b, a->program);
+	bprintf(b, "</title>\n<style>\n"
+		   "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1120px;"
+		   "color:#222;padding:0 16px}\n"
+		   "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;"
+		   "padding-bottom:4px}\n"
+		   ".cards{display:flex;gap:12px;flex-wrap:wrap;margin:14px 0}.card{background:#f5f7fa;border-radius:8px;"
+		   "padding:10px 16px;min-width:120px}.card b{display:block;font-size:20px}.card span{color:#666;"
+		   "font-size:12px}\n"
+		   "table{border-collapse:collapse;width:100%%}td,th{padding:5px 8px;border-bottom:1px solid #eee;"
+		   "text-align:left;vertical-align:top}th{background:#fafafa;font-weight:600}td.n,th.n{text-align:right;"
+		   "font-variant-numeric:tabular-nums}\n"
+		   ".tag{color:#fff;border-radius:4px;padding:1px 6px;font-size:12px;white-space:nowrap}\n"
+		   "code{background:#f1f1f1;padding:0 3px;border-radius:3px}.ax{font-size:11px;fill:#444}"
+		   ".cv{font-size:10px;fill:#222}\n"
+		   "figure{margin:10px 0;display:inline-block;vertical-align:top;margin-right:24px}figcaption{font-weight:600;"
+		   "margin-bottom:4px}.legend .sw{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;"
+		   "vertical-align:middle}.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;"
+		   "margin:4px 0}.muted{color:#777}\n"
+		   "</style></head><body>\n<h1>numakit report: ");
+	hesc(b, a->program);
+	bprintf(b, "</h1><div class=\"muted\">sampler ");
+	hesc(b, a->sampler);
+	bprintf(b, ", %d process%s, %zu thread%s, %d node%s", a->n_procs, a->n_procs == 1 ? "" : "es", a->n_threads,
+		a->n_threads == 1 ? "" : "s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
+	if (a->numa_factor > 0)
+		bprintf(b, ", NUMA factor up to %.2f", a->numa_factor);
+	if (a->l2_size)
+		bprintf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+	bprintf(b, "</div>\n<div class=\"cards\">");
+	bprintf(b, "<div class=\"card\"><b>%llu</b><span>samples</span></div>", (unsigned long long)a->samples);
+	bprintf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", pct(a->remote, known));
+	if (a->wall_ns)
+		bprintf(b, "<div class=\"card\"><b>%.2f s</b><span>duration</span></div>", (double)a->wall_ns / 1e9);
+	bprintf(b, "<div class=\"card\"><b>%zu</b><span>variables</span></div>", a->n_vars);
+	int bad = 0;
+	for (size_t i = 0; i < a->n_vars; i++)
+		bad += a->vars[i].diag >= NK__DIAG_HOTSPOT;
+	bprintf(b, "<div class=\"card\"><b>%d</b><span>variables with a problem</span></div></div>\n", bad);
+
+	for (size_t i = 0; i < a->n_warnings; i++) {
+		bprintf(b, "<div class=\"warn\">");
+		hesc(b, a->warnings[i]);
+		bprintf(b, "</div>\n");
+	}
+
+	/* diagnosis table */
+	bprintf(b, "<h2>Diagnosis</h2><table><tr><th>variable</th><th>diagnosis</th><th>why</th><th>suggested fix</th>"
+		   "</tr>\n");
+	for (size_t i = 0; i < nv; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		char fx[160];
+		bprintf(b, "<tr><td><b>");
+		hesc(b, v->name);
+		bprintf(b, "</b><br><span class=\"muted\">%s%s%s</span></td><td><span class=\"tag\" style=\"background:%s\">%s"
+			   "</span></td><td>",
+			nk__an_kind_name(v->kind), v->size ? ", " : "", v->size ? fmt_size(v->size, s1, sizeof(s1)) : "",
+			diag_color(v->diag), nk__an_diag_name(v->diag));
+		hesc(b, v->explain);
+		bprintf(b, "</td><td>");
+		hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
+		bprintf(b, "</td></tr>\n");
+	}
+	bprintf(b, "</table>\n");
+
+	/* stacked bars: per variable, per cpu node, local vs remote */
+	if (nv && a->n_nodes) {
+		uint64_t mx = 0;
+		for (size_t i = 0; i < nv; i++)
+			for (int n = 0; n < a->n_nodes; n++)
+				if (a->vars[i].acc_cpu[n] > mx)
+					mx = a->vars[i].acc_cpu[n];
+		const int lw = 250, bw = 620, bh = 12, gap = 2;
+		int rowh = a->n_nodes * (bh + gap) + 10;
+		int h = 30 + (int)nv * rowh;
+		bprintf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\"><span class=\"sw\" "
+			   "style=\"background:#43a047\"></span>local<span class=\"sw\" "
+			   "style=\"background:#e53935\"></span>remote &nbsp; <span class=\"muted\">one bar per node of "
+			   "the accessing cpus (n0 = node 0)</span></div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
+			lw + bw + 120, h);
+		for (size_t i = 0; i < nv; i++) {
+			const struct nk__an_var *v = &a->vars[i];
+			int y0 = 20 + (int)i * rowh;
+			bprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\">", lw - 8,
+				y0 + (a->n_nodes * (bh + gap)) / 2 + 4);
+			char nm[48];
+			hesc(b, fit(v->name, 36, nm, sizeof(nm)));
+			bprintf(b, "</text>");
+			for (int n = 0; n < a->n_nodes; n++) {
+				int y = y0 + n * (bh + gap);
+				uint64_t tot = v->acc_cpu[n], rem = v->remote_cpu[n];
+				/* local here: not remote; unknown accesses have no cpu node split, left out */
+				double wl = mx ? (double)bw * (double)(tot - rem) / (double)mx : 0;
+				double wr = mx ? (double)bw * (double)rem / (double)mx : 0;
+				bprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#43a047\"><title>node %d "
+					   "local %llu</title></rect>",
+					lw, y, wl, bh, a->node_ids[n], (unsigned long long)(tot - rem));
+				bprintf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#e53935\"><title>node "
+					   "%d remote %llu</title></rect>",
+					lw + wl, y, wr, bh, a->node_ids[n], (unsigned long long)rem);
+				bprintf(b, "<text x=\"%.1f\" y=\"%d\" class=\"ax\">n%d %s</text>", lw + wl + wr + 4, y + bh - 2,
+					a->node_ids[n], tot ? (snprintf(s2, sizeof(s2), "%.0f%% remote", pct(rem, tot)), s2) : "");
+			}
+		}
+		bprintf(b, "</svg>\n");
+	}
+
+	/* top lines */
+	bprintf(b, "<h2>Where the remote accesses are made</h2><table><tr><th>variable</th><th>source line</th>"
+		   "<th class=\"n\">remote</th><th class=\"n\">accesses</th><th>first touch</th></tr>\n");
+	for (size_t i = 0; i < nv && i < 10; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		for (int k = 0; k < (v->n_lines ? v->n_lines : 1) && k < 3; k++) {
+			bprintf(b, "<tr><td>");
+			if (!k)
+				hesc(b, v->name);
+			bprintf(b, "</td><td><code>");
+			hesc(b, v->n_lines ? v->lines[k].where : "-");
+			bprintf(b, "</code></td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td>",
+				(unsigned long long)(v->n_lines ? v->lines[k].remote : 0),
+				(unsigned long long)(v->n_lines ? v->lines[k].acc : 0));
+			if (!k && v->ft_where) {
+				hesc(b, v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "?");
+				bprintf(b, " at <code>");
+				hesc(b, v->ft_where);
+				bprintf(b, "</code> (node %d)", v->ft_node);
+			}
+			bprintf(b, "</td></tr>\n");
+		}
+	}
+	bprintf(b, "</table>\n");
+
+	/* matrices */
+	if (a->n_threads && a->n_nodes) {
+		size_t nt = a->n_threads < 64 ? a->n_threads : 64, nn = (size_t)a->n_nodes;
+		const char **rows = calloc(nt, sizeof(*rows));
+		char (*cols)[16] = calloc(nt > nn ? nt : nn, sizeof(*cols));
+		const char **colp = calloc(nt > nn ? nt : nn, sizeof(*colp));
+		double *m = calloc(nt * (nt > nn ? nt : nn), sizeof(double));
+		if (!rows || !cols || !colp || !m) {
+			b->oom = 1;
+		} else {
+			bprintf(b, "<h2>Threads and nodes</h2>\n");
+			for (size_t t = 0; t < nt; t++) {
+				rows[t] = a->threads[t].label;
+				uint64_t tot = 0;
+				for (size_t n = 0; n < nn; n++)
+					tot += a->thread_node[t * nn + n];
+				for (size_t n = 0; n < nn; n++)
+					m[t * nn + n] = pct(a->thread_node[t * nn + n], tot);
+			}
+			for (size_t n = 0; n < nn; n++) {
+				snprintf(cols[n], sizeof(cols[n]), "node%d", a->node_ids[n]);
+				colp[n] = cols[n];
+			}
+			svg_heatmap(b, "thread x page node (% of the thread's accesses)", rows, nt, colp, nn, m, 0, 1);
+			if (nt >= 2) {
+				for (size_t j = 0; j < nt; j++) {
+					snprintf(cols[j], sizeof(cols[j]), "%zu", j);
+					colp[j] = cols[j];
+					for (size_t i = 0; i < nt; i++)
+						m[i * nt + j] = a->sharing[i * a->n_threads + j];
+				}
+				svg_heatmap(b, "thread x thread sharing (% of the largest pair)", rows, nt, colp, nt, m, 1, 0);
+			}
+		}
+		free(rows);
+		free(cols);
+		free(colp);
+		free(m);
+	}
+
+	/* page classes and variables table */
+	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
+	bprintf(b, "<h2>Variables</h2><p>%llu pages sampled: %.1f%% private (one thread), %.1f%% shared within a "
+		   "node, %.1f%% shared across nodes.</p>\n",
+		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
+		pct(a->pages_cross_shared, pg));
+	bprintf(b, "<table><tr><th>variable</th><th>kind</th><th class=\"n\">size</th><th class=\"n\">samples</th>"
+		   "<th class=\"n\">remote</th><th class=\"n\">pages</th><th class=\"n\">private</th>"
+		   "<th class=\"n\">node-shared</th><th class=\"n\">cross-shared</th><th class=\"n\">regularity</th></tr>\n");
+	for (size_t i = 0; i < a->n_vars && i < 100; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		bprintf(b, "<tr><td>");
+		hesc(b, v->name);
+		if (v->type) {
+			bprintf(b, " <span class=\"muted\">");
+			hesc(b, v->type);
+			bprintf(b, "</span>");
+		}
+		bprintf(b, "</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td>"
+			   "<td class=\"n\">%llu</td><td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
+			   "<td class=\"n\">%.0f%%</td><td class=\"n\">",
+			nk__an_kind_name(v->kind), v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-",
+			(unsigned long long)v->samples, pct(v->remote, v->local + v->remote), (unsigned long long)v->pages,
+			pct(v->pages_private, v->pages), pct(v->pages_node_shared, v->pages),
+			pct(v->pages_cross_shared, v->pages));
+		if (v->regularity >= 0)
+			bprintf(b, "%.2f", v->regularity);
+		else
+			bprintf(b, "-");
+		bprintf(b, "</td></tr>\n");
+	}
+	bprintf(b, "</table>\n");
+	if (a->n_phases) {
+		bprintf(b, "<h2>Phases</h2><table><tr><th>phase</th><th class=\"n\">samples</th><th class=\"n\">remote</th>"
+			   "<th>variables with most remote accesses</th></tr>\n");
+		for (size_t i = 0; i < a->n_phases; i++) {
+			const struct nk__an_phase *ph = &a->phases[i];
+			bprintf(b, "<tr><td>");
+			hesc(b, ph->name);
+			bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td>",
+				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
+			for (int k = 0; k < 3; k++) {
+				size_t best = SIZE_MAX;
+				for (size_t v = 0; v < a->n_vars; v++)
+					if (v != shown[0] && v != shown[1] && ph->var_remote[v] &&
+					    (best == SIZE_MAX || ph->var_remote[v] > ph->var_remote[best]))
+						best = v;
+				if (best == SIZE_MAX)
+					break;
+				shown[k] = best;
+				if (k)
+					bprintf(b, ", ");
+				hesc(b, a->vars[best].name);
+				bprintf(b, " <span class=\"muted\">%llu</span>", (unsigned long long)ph->var_remote[best]);
+			}
+			bprintf(b, "</td></tr>\n");
+		}
+		bprintf(b, "</table>\n");
+	}
+	bprintf(b, "<p class=\"muted\">Generated by numakit report (format version %d). Diagnosis rules: "
+		   "docs/report.md.</p>\n</body></html>\n",
+		NK__REPORT_JSON_VERSION);
+}
+
+/* ---------------------------------------------------------------- public */
+
+int nk__report_analysis(const struct nk__analysis *a, int format, char **out, nk_error *err)
+{
+	if (!a || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
+	struct buf b = { 0 };
+	switch (format) {
+	case NK_REPORT_TEXT:
+		text_report(a, &b);
+		break;
+	case NK_REPORT_HTML:
+		html_report(a, &b);
+		break;
+	case NK_REPORT_JSON: {
+		json_t *j = json_report(a);
+		char *s = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(j);
+		if (!s)
+			return nk__error(err, NK_ENOMEM, "profile report: out of memory");
+		bprintf(&b, "%s\n", s);
+		free(s);
+		break;
+	}
+	default:
+		return nk__error(err, NK_EINVAL, "nk_profile_report: unknown format %d", format);
+	}
+	return bfinish(&b, out, err);
+}
+
+int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err)
+{
+	if (!p || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
+	return nk__report_analysis(p->a, format, out, err);
+}
+
+int nk__sharing_analysis(const struct nk__analysis *a, char **out, nk_error *err)
+{
+	if (!a || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_sharing: NULL argument");
+	/* The process with the most samples; its threads by index (the thread numbers of `numakit run --pin`). */
+	size_t best = SIZE_MAX;
+	uint64_t bs = 0;
+	for (size_t t = 0; t < a->n_threads; t++) {
+		uint64_t s = 0;
+		for (size_t u = 0; u < a->n_threads; u++)
+			if (a->threads[u].pid == a->threads[t].pid)
+				s += a->threads[u].samples;
+		if (s > bs) {
+			bs = s;
+			best = t;
+		}
+	}
+	int n = 0, sampled = 0;
+	for (size_t t = 0; best != SIZE_MAX && t < a->n_threads; t++)
+		if (a->threads[t].pid == a->threads[best].pid && a->threads[t].index >= 0) {
+			if (a->threads[t].index + 1 > n)
+				n = a->threads[t].index + 1;
+			sampled += a->threads[t].samples > 0;
+		}
+	if (sampled < 2)
+		return nk__error(err, NK_ENODATA, "sharing matrix: fewer than two threads sampled");
+	size_t *row = malloc((size_t)n * sizeof(size_t));
+	if (!row)
+		return nk__error(err, NK_ENOMEM, "sharing matrix: out of memory");
+	for (int i = 0; i < n; i++)
+		row[i] = SIZE_MAX;
+	for (size_t t = 0; t < a->n_threads; t++)
+		if (a->threads[t].pid == a->threads[best].pid && a->threads[t].index >= 0)
+			row[a->threads[t].index] = t;
+	struct buf b = { 0 };
+	bprintf(&b, "# numakit report: thread x thread sharing of %s (pid %u), %d threads by thread number\n",
+		a->program, a->threads[best].pid, n);
+	bprintf(&b, "# entry: sampled accesses of both threads to common pages (sum over pages of the smaller)\n");
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < n; j++) {
+			double v = row[i] != SIZE_MAX && row[j] != SIZE_MAX && i != j
+					   ? a->sharing[row[i] * a->n_threads + row[j]]
+					   : 0;
+			bprintf(&b, "%s%.17g", j ? " " : "", v);
+		}
+		bprintf(&b, "\n");
+	}
+	free(row);
+	return bfinish(&b, out, err);
+}
+
+int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err)
+{
+	if (!p || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_sharing: NULL argument");
+	return nk__sharing_analysis(p->a, out, err);
+}

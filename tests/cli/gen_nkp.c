@@ -1,0 +1,340 @@
+/*
+ * Profiles with known truth for the `numakit report` CLI tests.
+ *
+ *   nk_gen_nkp DIR
+ *       writes DIR/hotspot.nkp, onethread.nkp, incomplete.nkp (a process
+ *       killed: END "complete": false), truncated.nkp (no TRAILER) and
+ *       corrupt.nkp (bad magic) with the profile writer (nk__nkp_write).
+ *   nk_gen_nkp --golden NAME FORMAT
+ *       prints what `numakit report [--json] NAME.nkp` must print, in the
+ *       golden file layout of run_golden.py, computed from the same profile
+ *       held in memory (no reader involved): the CLI golden tests thus check
+ *       the reader (src/profile/nkp_read.c) against the writer too.
+ *
+ * Each profile is built once in memory (struct nk__nkp_profile) and then
+ * serialised, so the file and the expectation cannot drift apart.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile/analysis.h"
+#include "profile/nkp.h"
+
+#define PAGE 4096ull
+#define BASE 0x10000000ull
+
+struct gen {
+	struct nk__nkp_profile p;
+	struct nk__nkp_process_data pd;
+	size_t cap;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fprintf(stderr, "nk_gen_nkp: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	return strcpy(xrealloc(NULL, strlen(s) + 1), s);
+}
+
+static void init(struct gen *g, int threads, int complete)
+{
+	memset(g, 0, sizeof(*g));
+	g->p.version = NK__NKP_VERSION;
+	g->p.run_json = xstrdup("{\"numakit\": \"0.1.0\", \"command\": [\"./solver\", \"-n\", \"64\"], \"sampler\": "
+				"\"pagefault\", \"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, "
+				"\"wall_ns\": 2500000000, \"exit_status\": 0, \"signal\": 0, \"processes\": 1, "
+				"\"samples\": 0}");
+	nk_machine *m = NULL;
+	nk_error err;
+	char *json = NULL;
+	if (nk_machine_load_synthetic("nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M", &m, &err) ||
+	    nk_machine_to_json(m, 0, &json)) {
+		fprintf(stderr, "nk_gen_nkp: machine: %s\n", err.message);
+		exit(1);
+	}
+	nk_machine_free(m);
+	g->p.machine_json = json;
+	g->pd.info = (struct nk__nkp_process){ 4242, 1, 1000000 };
+	g->pd.meta_json = xstrdup("{\"pid\": 4242, \"ppid\": 1, \"argv\": [\"./solver\", \"-n\", \"64\"], \"exe\": "
+				  "\"/nonexistent/solver\", \"sampler\": \"pagefault\", \"rate\": 1000, \"page_size\": "
+				  "4096, \"min_size\": 4096, \"start_unix_ns\": 0}");
+	g->pd.end_json = xstrdup(complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, "
+					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 3, \"faults\": 0}"
+					  : "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, "
+					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 0, \"faults\": 0}");
+	g->pd.complete = complete;
+	g->pd.threads = xrealloc(NULL, ((size_t)threads + 1) * sizeof(*g->pd.threads));
+	for (int t = 0; t < threads; t++)
+		g->pd.threads[t] = (struct nk__nkp_thread){ 5000 + (uint32_t)t, (uint32_t)t, 10 + (uint64_t)t, 0, 0,
+							    t * 2 % 8, 0 };
+	g->pd.n_threads = (size_t)threads;
+	g->p.procs = &g->pd;
+	g->p.n_procs = 1;
+}
+
+static void site(struct gen *g, uint32_t id, uint64_t ip)
+{
+	g->pd.sites = xrealloc(g->pd.sites, (g->pd.n_sites + 1) * sizeof(*g->pd.sites));
+	uint64_t *ips = xrealloc(NULL, 2 * sizeof(*ips));
+	ips[0] = ip;
+	ips[1] = 0x401fff;
+	g->pd.sites[g->pd.n_sites++] = (struct nk__nkp_site_data){ id, 2, ips };
+}
+
+static void alloc_rec(struct gen *g, uint64_t addr, uint64_t size, uint32_t site_id, uint32_t id)
+{
+	g->pd.allocs = xrealloc(g->pd.allocs, (g->pd.n_allocs + 1) * sizeof(*g->pd.allocs));
+	g->pd.allocs[g->pd.n_allocs++] = (struct nk__nkp_alloc){ addr, size, 20 + id, 5000, site_id, NK__ALLOC_MALLOC,
+								 id };
+}
+
+static void name(struct gen *g, uint64_t addr, uint64_t size, const char *text)
+{
+	g->pd.names = xrealloc(g->pd.names, (g->pd.n_names + 1) * sizeof(*g->pd.names));
+	g->pd.names[g->pd.n_names++] = (struct nk__nkp_name_data){ { addr, size, 30 }, xstrdup(text) };
+}
+
+static void phase(struct gen *g, uint16_t id, uint64_t t, const char *text)
+{
+	g->pd.phases = xrealloc(g->pd.phases, (g->pd.n_phases + 1) * sizeof(*g->pd.phases));
+	g->pd.phases[g->pd.n_phases++] = (struct nk__nkp_phase_data){ { t, 5000, id, 0 }, xstrdup(text) };
+}
+
+static void sample(struct gen *g, uint64_t t, uint64_t addr, uint64_t ip, int th, int cnode, int pnode, int access,
+		   int flags, uint16_t ph)
+{
+	if (g->pd.n_samples == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 1024;
+		g->pd.samples = xrealloc(g->pd.samples, g->cap * sizeof(*g->pd.samples));
+	}
+	g->pd.samples[g->pd.n_samples++] = (struct nk__nkp_sample){
+		.time_ns = t, .addr = addr, .ip = ip, .tid = 5000 + (uint32_t)th, .weight = 1, .latency = 0,
+		.cpu = (int16_t)(th * 2 % 8), .cpu_node = (int16_t)cnode, .page_node = (int16_t)pnode, .phase = ph,
+		.access = (uint8_t)access, .source = 0, .sampler = NK__SAMPLER_PAGEFAULT, .flags = (uint8_t)flags
+	};
+	g->p.n_samples++;
+}
+
+/* 8 threads, nodes 0 (threads 0-3) and 1 (4-7): a serially initialised
+ * heap array (hot spot), a named grid placed backwards (partition
+ * mismatch), a shared lookup table, a fine heap array, a rare counter. */
+static void build_hotspot(struct gen *g, int complete)
+{
+	init(g, 8, complete);
+	site(g, 1, 0x401234);
+	site(g, 2, 0x401300);
+	alloc_rec(g, BASE, 128 * PAGE, 1, 1);
+	alloc_rec(g, BASE + (16 << 20), 64 * PAGE, 2, 2);
+	name(g, BASE + (32 << 20), 128 * PAGE, "grid");
+	name(g, BASE + (48 << 20), 32 * PAGE, "lookup");
+	name(g, BASE + (64 << 20), PAGE, "counter");
+	phase(g, 1, 40, "init");
+	uint64_t t = 50;
+	for (int pg = 0; pg < 128; pg++)
+		sample(g, t++, BASE + pg * PAGE, 0x400a10, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 1);
+	phase(g, 2, t, "compute");
+	for (int th = 0; th < 8; th++)
+		for (int pg = th * 16; pg < th * 16 + 16; pg++)
+			for (int k = 0; k < 2; k++)
+				sample(g, t++, BASE + pg * PAGE + 64 * (uint64_t)k, 0x400b20, th, th / 4, 0, NK__ACC_READ, 0,
+				       2);
+	for (int th = 0; th < 8; th++)
+		for (int pg = th * 16; pg < th * 16 + 16; pg++)
+			sample(g, t++, BASE + (32 << 20) + pg * PAGE, 0x400c30, th, th / 4, pg < 64 ? 1 : 0, NK__ACC_WRITE,
+			       0, 2);
+	for (int pg = 0; pg < 32; pg++)
+		for (int th = 0; th < 8; th++)
+			sample(g, t++, BASE + (48 << 20) + pg * PAGE, 0x400d40, (th + pg) % 8, ((th + pg) % 8) / 4, pg % 2,
+			       NK__ACC_READ, 0, 2);
+	for (int th = 0; th < 8; th++)
+		for (int pg = th * 8; pg < th * 8 + 8; pg++)
+			sample(g, t++, BASE + (16 << 20) + pg * PAGE, 0x400e50, th, th / 4, th / 4, NK__ACC_READ, 0, 2);
+	for (int i = 0; i < 5; i++)
+		sample(g, t++, BASE + (64 << 20), 0x400f60, i, i / 4, 0, NK__ACC_WRITE, 0, 2);
+}
+
+static void build_onethread(struct gen *g)
+{
+	init(g, 1, 1);
+	name(g, BASE, 4 * PAGE, "buffer");
+	for (int i = 0; i < 40; i++)
+		sample(g, 100 + (uint64_t)i, BASE + (uint64_t)(i % 4) * PAGE, 0x400123, 0, 0, i % 4 == 3, NK__ACC_READ, 0, 0);
+}
+
+/* RUN and END state the sample count: rewrite them once the samples are in. */
+static void finish(struct gen *g)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf),
+		 "{\"numakit\": \"0.1.0\", \"command\": [\"./solver\", \"-n\", \"64\"], \"sampler\": \"pagefault\", "
+		 "\"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, \"wall_ns\": 2500000000, "
+		 "\"exit_status\": 0, \"signal\": 0, \"processes\": 1, \"samples\": %zu}",
+		 g->pd.n_samples);
+	free(g->p.run_json);
+	g->p.run_json = xstrdup(buf);
+	snprintf(buf, sizeof(buf),
+		 g->pd.complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, \"time_ns\": "
+				  "2500000000, \"samples\": %zu, \"dropped\": 3, \"faults\": %zu}"
+				: "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, \"time_ns\": "
+				  "2500000000, \"samples\": %zu, \"dropped\": 0, \"faults\": %zu}",
+		 g->pd.n_samples, g->pd.n_samples);
+	free(g->pd.end_json);
+	g->pd.end_json = xstrdup(buf);
+}
+
+static void build(struct gen *g, const char *what)
+{
+	if (!strcmp(what, "hotspot"))
+		build_hotspot(g, 1);
+	else if (!strcmp(what, "incomplete"))
+		build_hotspot(g, 0);
+	else if (!strcmp(what, "onethread"))
+		build_onethread(g);
+	else {
+		fprintf(stderr, "nk_gen_nkp: unknown profile %s\n", what);
+		exit(2);
+	}
+	finish(g);
+}
+
+static void put(struct nk__nkp_writer *w, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+	int rc = nk__nkp_write2(w, type, a, alen, b, blen);
+	if (rc) {
+		fprintf(stderr, "nk_gen_nkp: write: %s\n", strerror(-rc));
+		exit(1);
+	}
+}
+
+/* Serialise @p g as a merged profile; @p cut: stop before TRAILER and cut the last record in half. */
+static void write_profile(const struct gen *g, const char *path, int cut)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	struct nk__nkp_writer w;
+	if (fd < 0 || nk__nkp_writer_init(&w, fd)) {
+		perror(path);
+		exit(1);
+	}
+	const struct nk__nkp_process_data *pd = &g->pd;
+	put(&w, NK__NKP_RUN, g->p.run_json, strlen(g->p.run_json), NULL, 0);
+	put(&w, NK__NKP_MACHINE, g->p.machine_json, strlen(g->p.machine_json), NULL, 0);
+	put(&w, NK__NKP_PROCESS, &pd->info, sizeof(pd->info), NULL, 0);
+	put(&w, NK__NKP_META, pd->meta_json, strlen(pd->meta_json), NULL, 0);
+	for (size_t i = 0; i < pd->n_threads; i++)
+		put(&w, NK__NKP_THREAD, &pd->threads[i], sizeof(pd->threads[i]), NULL, 0);
+	for (size_t i = 0; i < pd->n_sites; i++) {
+		struct nk__nkp_site s = { pd->sites[i].id, pd->sites[i].depth };
+		put(&w, NK__NKP_SITE, &s, sizeof(s), pd->sites[i].ips, pd->sites[i].depth * sizeof(uint64_t));
+	}
+	for (size_t i = 0; i < pd->n_allocs; i++)
+		put(&w, NK__NKP_ALLOC, &pd->allocs[i], sizeof(pd->allocs[i]), NULL, 0);
+	for (size_t i = 0; i < pd->n_names; i++)
+		put(&w, NK__NKP_NAME, &pd->names[i].n, sizeof(pd->names[i].n), pd->names[i].name,
+		    strlen(pd->names[i].name));
+	/* phases and samples in time order */
+	size_t s = 0;
+	for (size_t i = 0; i <= pd->n_phases; i++) {
+		uint64_t until = i < pd->n_phases ? pd->phases[i].p.time_ns : UINT64_MAX;
+		size_t e = s;
+		while (e < pd->n_samples && pd->samples[e].time_ns < until)
+			e++;
+		if (e > s)
+			put(&w, NK__NKP_SAMPLES, &pd->samples[s], (e - s) * sizeof(*pd->samples), NULL, 0);
+		s = e;
+		if (i < pd->n_phases)
+			put(&w, NK__NKP_PHASE, &pd->phases[i].p, sizeof(pd->phases[i].p), pd->phases[i].name,
+			    strlen(pd->phases[i].name));
+	}
+	put(&w, NK__NKP_END, pd->end_json, strlen(pd->end_json), NULL, 0);
+	if (cut) {
+		/* drop the second half of END: a truncated file */
+		if (ftruncate(fd, (off_t)(w.bytes - strlen(pd->end_json) / 2))) {
+			perror(path);
+			exit(1);
+		}
+	} else {
+		struct nk__nkp_trailer tr = { w.records, 1, pd->n_samples };
+		put(&w, NK__NKP_TRAILER, &tr, sizeof(tr), NULL, 0);
+	}
+	if (close(fd)) {
+		perror(path);
+		exit(1);
+	}
+}
+
+static void free_gen(struct gen *g)
+{
+	free(g->p.run_json);
+	free(g->p.machine_json);
+	free(g->pd.meta_json);
+	free(g->pd.end_json);
+	free(g->pd.threads);
+	for (size_t i = 0; i < g->pd.n_sites; i++)
+		free(g->pd.sites[i].ips);
+	free(g->pd.sites);
+	free(g->pd.allocs);
+	for (size_t i = 0; i < g->pd.n_names; i++)
+		free(g->pd.names[i].name);
+	free(g->pd.names);
+	for (size_t i = 0; i < g->pd.n_phases; i++)
+		free(g->pd.phases[i].name);
+	free(g->pd.phases);
+	free(g->pd.samples);
+}
+
+int main(int argc, char **argv)
+{
+	struct gen g;
+	if (argc == 4 && !strcmp(argv[1], "--golden")) {
+		int json = !strcmp(argv[3], "json");
+		struct nk__analysis *a = NULL;
+		char *out = NULL;
+		nk_error err;
+		build(&g, argv[2]);
+		if (nk__analyze(&g.p, NULL, NULL, &a, &err) ||
+		    nk__report_analysis(a, json ? NK_REPORT_JSON : NK_REPORT_TEXT, &out, &err)) {
+			fprintf(stderr, "nk_gen_nkp: %s\n", err.message);
+			return 1;
+		}
+		printf("$ numakit report %s%s.nkp\nexit 0\n--- stdout\n%s--- stderr\n", json ? "--json " : "", argv[2],
+		       out);
+		free(out);
+		nk__analysis_free(a);
+		free_gen(&g);
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: nk_gen_nkp DIR | nk_gen_nkp --golden NAME text|json\n");
+		return 2;
+	}
+	char path[4096];
+	static const char *const names[] = { "hotspot", "incomplete", "onethread" };
+	for (int i = 0; i < 3; i++) {
+		build(&g, names[i]);
+		snprintf(path, sizeof(path), "%s/%s.nkp", argv[1], names[i]);
+		write_profile(&g, path, 0);
+		if (i == 0) {
+			snprintf(path, sizeof(path), "%s/truncated.nkp", argv[1]);
+			write_profile(&g, path, 1);
+		}
+		free_gen(&g);
+	}
+	snprintf(path, sizeof(path), "%s/corrupt.nkp", argv[1]);
+	FILE *f = fopen(path, "wb");
+	if (!f || fputs("NKPROF\r\x01 this is not a profile\n", f) == EOF || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
