@@ -12,7 +12,7 @@
 
 #include "prof_common.h"
 
-#define STATIC_N (2u << 20) /* 16 MiB of doubles */
+#define STATIC_N (1u << 20) /* 8 MiB of doubles */
 
 double hot_static[STATIC_N];
 
