@@ -239,18 +239,21 @@ static void test_run_preload_kept_and_roi(void **state)
 	nk_profile_run_result res;
 	nk_error err = { 0, "" };
 	char script[8192];
-	char *env[] = { "PATH=/usr/bin:/bin", "LD_PRELOAD=/opt/other.so", "NK_PROF_RATE=77", NULL };
+	char preload[1100];
+	char *env[] = { "PATH=/usr/bin:/bin", preload, "NK_PROF_RATE=77", NULL };
 	int rc;
 
 	(void)state;
+	/* What was preloaded stays, after the runtime (an existing object, so ld.so does not complain). */
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", runtime);
 	base_opts(&o, out_path("pre.nkp"));
 	o.envp = env;
 	o.roi = 1;
 	snprintf(script, sizeof script,
-		 PART_FN "[ \"$LD_PRELOAD\" = \"%s:/opt/other.so\" ] || exit 20; "
+		 PART_FN "[ \"$LD_PRELOAD\" = \"%s:%s\" ] || exit 20; "
 			 "[ \"$NK_PROF_ROI\" = 1 ] || exit 21; [ -z \"$NK_PROF_RATE\" ] || exit 22; "
 			 "[ \"$PATH\" = /usr/bin:/bin ] || exit 23; part $$ 0; exit 0",
-		 runtime);
+		 runtime, runtime);
 	rc = run_sh(&o, script, &res, &err);
 	if (rc)
 		fail_msg("%d %s", rc, err.message);
