@@ -220,7 +220,9 @@ int cli_cmd_profile(int argc, char **argv)
 	if (res.warnings[0])
 		cli_error("profile", "warning: %s", res.warnings);
 	if (!quiet) {
-		fprintf(stderr, "profile: %llu samples from %d process%s (sampler %s%s%s) written to %s; see: numakit report %s\n",
+		fprintf(stderr,
+			"profile: %llu samples from %d process%s (sampler %s%s%s) written to %s; "
+			"see: numakit report %s\n",
 			res.samples, res.processes, res.processes == 1 ? "" : "es", sampler_text(res.sampler),
 			res.fallback[0] ? ", fallback: " : "", res.fallback, o.output, o.output);
 	}

@@ -288,12 +288,18 @@ static const char *env_get(char *const *env, const char *name)
 
 /* ---- the parts folder ---- */
 
+/*
+ * "<pid>.part", or "<pid>.<anything>.part": a process that calls exec keeps
+ * its pid and the new image writes a second part, which the runtime must
+ * name apart from the first.
+ */
 static int is_part_name(const char *name, int *pid)
 {
+	size_t len = strlen(name);
 	char *end;
 	long v = strtol(name, &end, 10);
 
-	if (end == name || strcmp(end, ".part") || v <= 0 || v > INT_MAX)
+	if (name[0] < '0' || name[0] > '9' || *end != '.' || v <= 0 || v > INT_MAX || len < 6 || strcmp(name + len - 5, ".part"))
 		return 0;
 	*pid = (int)v;
 	return 1;
@@ -347,11 +353,13 @@ static int scan_parts(struct session *s)
 		return NK_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		int pid, known = 0;
+		size_t dlen = strlen(s->dir);
 
 		if (!is_part_name(names[i], &pid))
 			continue;
 		for (size_t j = 0; j < s->n_parts && !known; j++)
-			known = s->parts[j].pid == pid;
+			known = !strncmp(s->parts[j].path, s->dir, dlen) && s->parts[j].path[dlen] == '/' &&
+				!strcmp(s->parts[j].path + dlen + 1, names[i]);
 		if (known)
 			continue;
 		struct part *np = realloc(s->parts, (s->n_parts + 1) * sizeof *np);
@@ -454,7 +462,8 @@ static void resolve_pages(struct session *s)
 				long rc = nk__os_query_pages((int)pid, k, pages, status);
 				/* Unknown pages (process gone, page never touched) get -3, fixed to -1 below. */
 				for (size_t q = 0; q < k; q++)
-					s->hws.s[idx[q]].page_node = (int16_t)(rc == 0 && status[q] >= 0 ? status[q] : -3);
+					s->hws.s[idx[q]].page_node =
+						(int16_t)(rc == 0 && status[q] >= 0 ? status[q] : -3);
 				k = 0;
 			}
 		}
@@ -554,7 +563,8 @@ static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *er
 	if (!isfinite(o->rate) || o->rate < 0 || o->rate > 1e9)
 		return nk__error(err, NK_EINVAL, "rate %g: expected a positive number (0 = default)", o->rate);
 	if (o->sampler == NK_SAMPLER_TRACE && o->rate != 0 && (o->rate < 1 || o->rate != floor(o->rate)))
-		return nk__error(err, NK_EINVAL, "rate %g: the trace sampler records one access in RATE, an integer >= 1",
+		return nk__error(err, NK_EINVAL,
+				 "rate %g: the trace sampler records one access in RATE, an integer >= 1",
 				 o->rate);
 	if (o->roi != 0 && o->roi != 1)
 		return nk__error(err, NK_EINVAL, "roi must be 0 or 1");
@@ -658,7 +668,8 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 		if (s.hook_rc == NK_ENOSYS)
 			rc = nk__error(err, NK_ENOSYS, "hw sampler unavailable: %s", s.hw_err.message);
 		else if (s.hook_rc)
-			rc = nk__error(err, s.hook_rc, "%s", s.hw_err.message[0] ? s.hw_err.message : nk_strerror(s.hook_rc));
+			rc = nk__error(err, s.hook_rc, "%s",
+				       s.hw_err.message[0] ? s.hw_err.message : nk_strerror(s.hook_rc));
 		else
 			rc = nk__error(err, pid == -ENOENT ? NK_ENOENT : pid == -EACCES ? NK_EPERM : NK_EIO,
 				       "cannot run %s: %s", prog, strerror(-pid));
@@ -734,7 +745,8 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	}
 	if (s.hws.lost) {
 		char w[96];
-		snprintf(w, sizeof w, "hw: %llu samples lost (ring buffers overflowed)", (unsigned long long)s.hws.lost);
+		snprintf(w, sizeof w, "hw: %llu samples lost (ring buffers overflowed)",
+			 (unsigned long long)s.hws.lost);
 		add_warning(&r, w);
 	}
 
@@ -749,7 +761,13 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	r.sampler = s.sampler;
 	snprintf(r.fallback, sizeof r.fallback, "%s", s.fallback);
 	r.samples = total_samples(&s);
-	r.processes = (int)s.n_parts;
+	/* Processes, not parts: an image started by exec writes a second part under the same pid. */
+	for (size_t i = 0; i < s.n_parts; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s.parts[j].pid == s.parts[i].pid;
+		r.processes += !seen;
+	}
 	for (size_t i = 0; i < s.n_parts; i++)
 		if (!s.parts[i].ended) {
 			char w[128];

@@ -303,6 +303,24 @@ static void test_run_fork(void **state)
 	assert_string_equal(res.warnings, "");
 }
 
+static void test_run_exec(void **state)
+{
+	nk_profile_opts o;
+	nk_profile_run_result res;
+	nk_error err = { 0, "" };
+	int rc;
+
+	(void)state;
+	base_opts(&o, out_path("exec.nkp"));
+	/* An exec'd image writes a second part under the same pid: one process, both parts merged. */
+	rc = run_sh(&o, PART_FN "part $$ 1; part \"$$.1\" 2; : > \"$NK_PROF_DIR/notes.txt\"", &res, &err);
+	if (rc)
+		fail_msg("%d %s", rc, err.message);
+	assert_int_equal(res.processes, 1);
+	assert_int_equal((int)res.samples, 3);
+	assert_true(profile_has(out_path("exec.nkp"), "\"processes\":1"));
+}
+
 static void test_samplers(void **state)
 {
 	nk_profile_opts o;
@@ -418,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_run_preload_kept_and_roi),
 		cmocka_unit_test(test_run_killed),
 		cmocka_unit_test(test_run_fork),
+		cmocka_unit_test(test_run_exec),
 		cmocka_unit_test(test_samplers),
 		cmocka_unit_test(test_os_spawn),
 		cmocka_unit_test(test_os_query_pages),
