@@ -807,9 +807,6 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 out_kill:
 	nk__os_kill(pid, SIGKILL);
 	nk__os_wait(pid, 1000, NULL);
-	if (s.hw)
-		nk__hw_close(s.hw);
-	s.hw = NULL;
 out_rmdir:
 	if (s.dir) {
 		remove_parts(&s);
@@ -819,6 +816,8 @@ out_rmdir:
 	}
 out_keep:
 out:
+	if (s.hw) /* opened on a child that then failed to exec, or an error while it ran */
+		nk__hw_close(s.hw);
 	free(warn);
 	free(part_paths);
 	free(run);
