@@ -10,13 +10,16 @@
 #include <omp.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "prof_common.h"
 
 static sigjmp_buf recover;
+static volatile uintptr_t nowhere; /* 0 */
 static volatile sig_atomic_t caught;
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
@@ -32,7 +35,8 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 static int poke_null(void)
 {
 	if (sigsetjmp(recover, 1) == 0) {
-		volatile int *p = NULL;
+		/* Through a volatile, so that no optimiser turns the NULL store into a trap (SIGILL). */
+		volatile int *p = (volatile int *)nowhere;
 		*p = 1; /* TRUTH:null */
 		return 0; /* not reached */
 	}
