@@ -358,6 +358,49 @@ static void test_samplers(void **state)
 	assert_non_null(strstr(err.message, "numakit cc"));
 }
 
+/* This test program carries a trace callback, so the trace sampler accepts it (run with "--exit-7"). */
+void __sanitizer_cov_load8(uint64_t *addr);
+void __sanitizer_cov_load8(uint64_t *addr)
+{
+	(void)addr;
+}
+
+static void test_trace_accepts_instrumented(void **state)
+{
+	nk_profile_opts o;
+	nk_profile_run_result res;
+	nk_error err = { 0, "" };
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	int rc;
+
+	(void)state;
+	assert_true(n > 0);
+	self[n] = '\0';
+	char *argv[] = { self, "--exit-7", NULL };
+	base_opts(&o, out_path("trace-ok.nkp"));
+	o.sampler = NK_SAMPLER_TRACE;
+	o.rate = 4;
+	/* In sanitizer builds the child is this program again, behind a preloaded libc. */
+	const char *old = getenv("ASAN_OPTIONS");
+	char *saved = old ? strdup(old) : NULL;
+	char asan[1200];
+	snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", old ? old : "", old && *old ? ":" : "");
+	setenv("ASAN_OPTIONS", asan, 1);
+	rc = nk_profile_run(NULL, &o, argv, &res, &err);
+	if (saved)
+		setenv("ASAN_OPTIONS", saved, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	free(saved);
+	if (rc)
+		fail_msg("%d %s", rc, err.message);
+	assert_int_equal(res.exit_status, 7);
+	assert_int_equal(res.sampler, NK_SAMPLER_TRACE);
+	assert_true(profile_has(out_path("trace-ok.nkp"), "\"sampler\":\"trace\""));
+	assert_non_null(strstr(res.warnings, "no process wrote a part"));
+}
+
 static int hook_calls;
 static int hook_env(int pid, void *arg)
 {
@@ -427,8 +470,10 @@ static void test_os_query_pages(void **state)
 	assert_true(status[0] >= 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--exit-7"))
+		return 7;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_not_found),
@@ -438,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_run_fork),
 		cmocka_unit_test(test_run_exec),
 		cmocka_unit_test(test_samplers),
+		cmocka_unit_test(test_trace_accepts_instrumented),
 		cmocka_unit_test(test_os_spawn),
 		cmocka_unit_test(test_os_query_pages),
 	};
