@@ -24,6 +24,8 @@ static const struct cli_cmd commands[] = {
 	  cli_topo_usage },
 	{ "maps", cli_cmd_maps, "show where a running process's memory is, per mapping and node", cli_maps_usage },
 	{ "run", cli_cmd_run, "run a command under a memory policy and cpu set", cli_run_usage },
+	{ "profile", cli_cmd_profile, "run a program under the NUMA profiler: which variables are accessed remotely",
+	  cli_profile_usage },
 	{ "bench", cli_cmd_bench, "measure latency and bandwidth between nodes (NUMA factor)", cli_bench_usage },
 	{ "report", cli_cmd_report, "explain a profile: variables with remote accesses, diagnosis, fixes",
 	  cli_report_usage },

@@ -258,5 +258,73 @@ int nk__os_perf_munmap(void *addr, size_t len);
 
 /** close(2) of a perf fd (negative fds are ignored).  0 or -errno. */
 int nk__os_perf_close(int fd);
+/* ---- process ---- (src/os/linux_process.c: what nk_profile_run needs to start and watch a program) */
+
+/**
+ * Find program @p name as execvp would: a name with a '/' is taken as is,
+ * otherwise each folder of @p path_var (the PATH value, NULL or "" means
+ * "/usr/local/bin:/usr/bin:/bin") is tried for an executable regular file.
+ * *out is malloc'ed.  Returns 0, NK_ENOENT (not found), NK_EPERM (found but
+ * not executable), NK_ENOMEM.
+ */
+int nk__os_find_program(const char *name, const char *path_var, char **out);
+
+/**
+ * Called by nk__os_spawn in the parent after fork, while the child waits
+ * before exec (e.g. to attach perf events to it).  Returns the index of the
+ * environment the child execs with (0 <= i < n_envp), or a negative NK_E*
+ * code to abort: the child is then killed and reaped.
+ */
+typedef int (*nk__os_spawn_hook)(int pid, void *arg);
+
+/**
+ * fork; the child waits on a pipe until @p hook (may be NULL: environment 0)
+ * returned, then execve(@p path, @p argv, envps[i]).  Returns the child pid
+ * (> 0) once it has exec'd, -errno of execve when it could not (the child
+ * is reaped), the hook's negative code (child killed and reaped), or -errno
+ * of fork/pipe.  The child keeps this process's group, signal mask reset.
+ */
+int nk__os_spawn(const char *path, char *const argv[], char *const *const *envps, size_t n_envp,
+		 nk__os_spawn_hook hook, void *arg);
+
+/**
+ * Wait for child @p pid at most @p timeout_ms (0: just poll).  Returns 1 and
+ * the wait status in *status when it ended, 0 when it still runs, -errno.
+ */
+int nk__os_wait(int pid, int timeout_ms, int *status);
+
+/** Sleep @p ms milliseconds (interruptions resumed). */
+void nk__os_sleep_ms(int ms);
+
+/** kill(2).  0 or -errno. */
+int nk__os_kill(int pid, int sig);
+
+/** 1 when process @p pid exists (zombies included), 0 when not. */
+int nk__os_alive(int pid);
+
+/**
+ * move_pages(2) query of process @p pid (0 = caller): status[i] receives the
+ * node of pages[i] or -errno (-ENOENT never touched, -EFAULT unmapped).
+ * Needs the same rights as ptrace read access.  Returns 0 or -errno.
+ */
+long nk__os_query_pages(int pid, unsigned long count, void **pages, int *status);
+
+/** mkdir(2) with mode 0700; an existing folder is fine.  0 or -errno. */
+int nk__os_mkdir(const char *path);
+
+/** Remove @p path, a file or an empty folder.  0 or -errno. */
+int nk__os_remove(const char *path);
+
+/** Size of file @p path in *size.  0 or -errno. */
+int nk__os_file_size(const char *path, uint64_t *size);
+
+/** pread(2) of up to @p len bytes at @p off of file @p path.  Bytes read or -errno. */
+long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len);
+
+/** Folder of the loaded object that holds address @p fn (dladdr); malloc'ed.  0, NK_ENOENT, NK_ENOMEM. */
+int nk__os_object_dir(const void *fn, char **out);
+
+/** CLOCK_REALTIME in nanoseconds. */
+uint64_t nk__os_realtime_ns(void);
 
 #endif

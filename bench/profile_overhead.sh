@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Overhead of `numakit profile --sampler pagefault` at its default rate (issue 6: <= 5 % wall time)
+# on a STREAM-like triad and a CG-like kernel (bench/prof_kernels.c, built here with the system's
+# cc and OpenMP), each run plain and profiled in this same script, alternately, REPS times; prints
+# the median wall times and their ratio, then the profile's size and the peak memory (max RSS of
+# the program, the profiler runtime inside it included) plain vs profiled, against the program's
+# own data size, for two data sizes: the profile and the profiler's memory must not grow with the
+# program (they are bounded by the sample budget).
+# Usage: bench/profile_overhead.sh [BUILD_DIR] [REPS] [MIB]     (defaults: build 5 256)
+# Exit status 0 when both kernels stay within 5 %, 1 otherwise, 2 when something is missing.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/.." && pwd)
+BUILD=$(cd "${1:-$SRC/build}" && pwd)
+REPS=${2:-5}
+MIB=${3:-256}
+NK=$BUILD/cli/numakit
+[ -x "$NK" ] || { echo "profile_overhead: $NK not built" >&2; exit 2; }
+TMP=$(mktemp -d /tmp/nkprof-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+K=$TMP/prof_kernels
+${CC:-cc} -O2 -g -fopenmp "$HERE/prof_kernels.c" -o "$K" ||
+    { echo "profile_overhead: cannot build prof_kernels.c with ${CC:-cc} -fopenmp" >&2; exit 2; }
+command -v /usr/bin/time >/dev/null || { echo "profile_overhead: needs GNU time (/usr/bin/time)" >&2; exit 2; }
+
+now() { date +%s%N; }
+median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+# run KIND LABEL ARGS...: wall ns to $TMP/LABEL.t, max RSS kB to $TMP/LABEL.m (one line per repetition)
+run() {
+    local kind=$1 label=$2 t0 t1
+    shift 2
+    t0=$(now)
+    if [ "$kind" = plain ]; then
+        /usr/bin/time -f %M -o "$TMP/rss" "$K" "$@" >/dev/null
+    else
+        /usr/bin/time -f %M -o "$TMP/rss" "$NK" profile --quiet --sampler pagefault -o "$TMP/$label.nkp" -- \
+            "$K" "$@" >/dev/null
+    fi
+    t1=$(now)
+    echo $(( t1 - t0 )) >>"$TMP/$label.t"
+    tail -1 "$TMP/rss" >>"$TMP/$label.m"
+}
+
+status=0
+printf '%-6s %5s %12s %12s %8s %12s %12s %12s\n' kernel MiB "plain s" "profiled s" ratio "profile" "RSS plain" "RSS prof"
+for kernel in triad cg; do
+    iters=$([ "$kernel" = triad ] && echo 20 || echo 10)
+    for mib in $(( MIB / 4 )) "$MIB"; do
+        [ "$mib" -ge 1 ] || continue
+        l=$kernel.$mib
+        run plain "$l.warm" "$kernel" "$mib" 1   # page cache, libraries, frequency
+        for _ in $(seq "$REPS"); do
+            run plain "$l.plain" "$kernel" "$mib" "$iters"
+            run prof "$l.prof" "$kernel" "$mib" "$iters"
+        done
+        tp=$(median <"$TMP/$l.plain.t")
+        tq=$(median <"$TMP/$l.prof.t")
+        mp=$(median <"$TMP/$l.plain.m")
+        mq=$(median <"$TMP/$l.prof.m")
+        size=$(stat -c %s "$TMP/$l.prof.nkp")
+        ratio=$(awk -v a="$tq" -v b="$tp" 'BEGIN {printf "%.3f", a / b}')
+        printf '%-6s %5s %12.3f %12.3f %8s %10.1f MiB %9d kB %9d kB\n' "$kernel" "$mib" \
+            "$(awk -v x="$tp" 'BEGIN {print x / 1e9}')" "$(awk -v x="$tq" 'BEGIN {print x / 1e9}')" \
+            "$ratio" "$(awk -v x="$size" 'BEGIN {print x / 1048576}')" "$mp" "$mq"
+        if [ "$mib" = "$MIB" ] && awk -v r="$ratio" 'BEGIN {exit !(r > 1.05)}'; then
+            echo "  over budget: $kernel profiled/plain = $ratio > 1.05"
+            status=1
+        fi
+    done
+done
+echo "ratio = median profiled / median plain wall time over $REPS alternating runs (budget 1.05)."
+echo "profile size and RSS growth (prof - plain) should stay flat from $(( MIB / 4 )) to $MIB MiB of data."
+exit $status

@@ -1,0 +1,234 @@
+/*
+ * numakit profile: run a program under the data-centric profiler and write
+ * its profile (nk_profile_run; docs/profile.md, numakit-profile(1)).
+ *
+ * The library never installs signal handlers, so this command does what a
+ * shell would expect of a wrapper: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
+ * to numakit itself (kill PID) are forwarded to the program, and numakit
+ * stays alive to write the profile of the interrupted run.  A Ctrl-C typed
+ * at the terminal already reaches the program (same process group) and is
+ * not sent twice.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char cli_profile_usage[] =
+	"usage: numakit profile [--sampler auto|hw|pagefault|trace] [--rate R]\n"
+	"                       [--min-size SIZE] [--roi] [-o FILE] [--quiet]\n"
+	"                       [--] COMMAND [ARG...]\n"
+	"\n"
+	"Run COMMAND (and the processes it forks) under the NUMA profiler and write\n"
+	"the profile, also when COMMAND fails or is killed.  Then see which variables\n"
+	"cause remote memory accesses with 'numakit report FILE'.\n"
+	"\n"
+	"Options:\n"
+	"  --sampler S      auto (default): hw when the machine has precise memory\n"
+	"                   sampling (Intel PEBS, AMD IBS), else pagefault;\n"
+	"                   hw: perf_event_open, fails when unavailable;\n"
+	"                   pagefault: software sampling, works everywhere;\n"
+	"                   trace: every access of a program built with 'numakit cc'\n"
+	"  --rate R         pagefault: samples per second per process (default 1000);\n"
+	"                   hw: one sample per R events; trace: one access in R\n"
+	"  --min-size SIZE  do not track allocations smaller than SIZE (default 64K)\n"
+	"  --roi            sample only between nk_profile_start() and nk_profile_stop()\n"
+	"  -o, --output F   the profile to write (default ./numakit.nkp)\n"
+	"  -q, --quiet      no progress line and no summary\n"
+	"  -h, --help       show this help\n"
+	"\n"
+	"Exit status: COMMAND's status (128+N when signal N killed it); 1 the\n"
+	"profile could not be made; 2 bad usage.  See numakit-profile(1).\n";
+
+enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI };
+
+static volatile sig_atomic_t child_pid;
+
+/* Forward signals sent to numakit (kill, not the terminal) to the program. */
+static void forward(int sig, siginfo_t *si, void *uctx)
+{
+	(void)uctx;
+	if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
+		kill((pid_t)child_pid, sig);
+}
+
+static void install_forwarding(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+struct progress_state {
+	int show;  /* stderr is a terminal and not --quiet */
+	int shown; /* a progress line is on screen */
+};
+
+static const char *sampler_text(int s)
+{
+	switch (s) {
+	case NK_SAMPLER_HW:
+		return "hw";
+	case NK_SAMPLER_PAGEFAULT:
+		return "pagefault";
+	case NK_SAMPLER_TRACE:
+		return "trace";
+	}
+	return "auto";
+}
+
+static void on_progress(void *arg, const nk_profile_progress *p)
+{
+	struct progress_state *ps = arg;
+
+	child_pid = p->child_pid;
+	if (!ps->show)
+		return;
+	fprintf(stderr, "\rprofile: %.1f s, %llu samples (%s), pid %d ", p->elapsed_s, p->samples,
+		sampler_text(p->sampler), p->child_pid);
+	fflush(stderr);
+	ps->shown = 1;
+}
+
+/* "512M", "64K", "4096", "1GiB" -> bytes; -1 when it does not parse (as numakit bench --size). */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
+		end += 2;
+	else if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || (shift && v > ((unsigned long long)SIZE_MAX >> shift)) || v > SIZE_MAX)
+		return -1;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+int cli_cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sampler", required_argument, NULL, OPT_SAMPLER },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
+		{ "roi", no_argument, NULL, OPT_ROI },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	nk_profile_opts o;
+	nk_profile_run_result res;
+	nk_error err = { 0, "" };
+	struct progress_state ps = { 0, 0 };
+	int quiet = 0, c, rc;
+
+	memset(&o, 0, sizeof o);
+	memset(&res, 0, sizeof res);
+	o.sampler = NK_SAMPLER_AUTO;
+	o.output = "numakit.nkp";
+	opterr = 0;
+	/* '+': options end at COMMAND, whose own options are its own. */
+	while ((c = getopt_long(argc, argv, "+:o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SAMPLER:
+			if (!strcmp(optarg, "auto"))
+				o.sampler = NK_SAMPLER_AUTO;
+			else if (!strcmp(optarg, "hw"))
+				o.sampler = NK_SAMPLER_HW;
+			else if (!strcmp(optarg, "pagefault"))
+				o.sampler = NK_SAMPLER_PAGEFAULT;
+			else if (!strcmp(optarg, "trace"))
+				o.sampler = NK_SAMPLER_TRACE;
+			else
+				return cli_usage_error("profile", "--sampler: expected auto, hw, pagefault or trace, "
+						       "found '%s'", optarg);
+			break;
+		case OPT_RATE: {
+			char *end;
+			errno = 0;
+			o.rate = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o.rate) || o.rate <= 0)
+				return cli_usage_error("profile", "--rate: expected a positive number, found '%s'",
+						       optarg);
+			break;
+		}
+		case OPT_MIN_SIZE:
+			if (parse_size(optarg, &o.min_size))
+				return cli_usage_error("profile", "--min-size: expected a size like 4096, 64K or 1M, "
+						       "found '%s'", optarg);
+			break;
+		case OPT_ROI:
+			o.roi = 1;
+			break;
+		case 'o':
+			if (!*optarg)
+				return cli_usage_error("profile", "--output: empty file name");
+			o.output = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(cli_profile_usage, stdout);
+			return cli_finish_stdout("profile", CLI_EXIT_OK);
+		default:
+			return cli_bad_option("profile", c, argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("profile", "no command given");
+
+	ps.show = !quiet && isatty(STDERR_FILENO);
+	o.progress = on_progress;
+	o.progress_arg = &ps;
+	install_forwarding();
+	rc = nk_profile_run(NULL, &o, argv + optind, &res, &err);
+	child_pid = 0;
+	if (ps.shown)
+		fputs("\r\033[K", stderr);
+	if (rc) {
+		cli_error("profile", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		return rc == NK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+	}
+	if (res.warnings[0])
+		cli_error("profile", "warning: %s", res.warnings);
+	if (!quiet) {
+		fprintf(stderr,
+			"profile: %llu samples from %d process%s (sampler %s%s%s) written to %s; "
+			"see: numakit report %s\n",
+			res.samples, res.processes, res.processes == 1 ? "" : "es", sampler_text(res.sampler),
+			res.fallback[0] ? ", fallback: " : "", res.fallback, o.output, o.output);
+	}
+	if (res.term_signal > 0)
+		return 128 + res.term_signal;
+	if (res.exit_status < 0)
+		return CLI_EXIT_FAIL;
+	return res.exit_status;
+}

@@ -1,0 +1,837 @@
+/*
+ * nk_profile_run: one profiling session (docs/profile.md).
+ *
+ * The program runs with the runtime libnumakit_prof.so preloaded; each of
+ * its processes writes <OUTPUT>.parts/<pid>.part (preload/prof/prof.h).  For
+ * the hw sampler the perf events are opened here, on the child between fork
+ * and exec (nk__os_spawn's hook), and drained while it runs; the runtime then
+ * records allocations, threads and maps only.  When the program and its
+ * children are gone the parts are merged into OUTPUT (nk__nkp_merge).
+ *
+ * The library neither prints nor handles signals: the caller forwards them
+ * to the child (its pid comes with the first progress call) and decides what
+ * the user sees.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <jansson.h>
+#include <libelf.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "os/os.h"
+#include "profile/hw.h"
+#include "profile/nkp.h"
+#include "util/list.h"
+
+extern char **environ;
+
+#define RUNTIME_NAME "libnumakit_prof.so"
+#define POLL_MS 100          /* drain hw buffers and check the child this often */
+#define PROGRESS_NS 500000000ull
+#define STRAGGLER_MS 2000    /* how long processes the program left behind may take to close their parts */
+#define SETTLE_MS 100       /* before looking for them */
+#define QUERY_BATCH 1024     /* move_pages batch of the residency query */
+#define DEFAULT_PF_RATE 1000
+#define MAX_ELF_CHECK (512u << 20)
+
+struct part {
+	char *path;
+	int pid;
+	uint64_t off;     /* next record to scan */
+	uint64_t samples; /* SAMPLES seen so far */
+	int ended;        /* END seen */
+	int bad;          /* not a part or corrupt: scanning stopped */
+};
+
+struct session {
+	const nk_profile_opts *o;
+	const nk_machine *m; /* never NULL */
+	int requested;       /* enum nk_sampler */
+	int sampler;         /* in use */
+	struct nk__hw *hw;
+	struct nk__hw_samples hws;
+	size_t resolved;     /* hws.s[0..resolved) have page_node looked up */
+	char fallback[256];
+	char *dir;           /* absolute parts folder */
+	struct part *parts;
+	size_t n_parts;
+	nk_error hw_err;
+	int hook_rc;         /* the hook's NK_E* code when it aborted the start */
+};
+
+static const char *sampler_name(int s)
+{
+	switch (s) {
+	case NK_SAMPLER_AUTO:
+		return "auto";
+	case NK_SAMPLER_HW:
+		return "hw";
+	case NK_SAMPLER_PAGEFAULT:
+		return "pagefault";
+	case NK_SAMPLER_TRACE:
+		return "trace";
+	}
+	return "?";
+}
+
+/* ---- the runtime library ---- */
+
+static char *path_join(const char *dir, const char *name)
+{
+	size_t len = strlen(dir) + 1 + strlen(name) + 1;
+	char *p = malloc(len);
+
+	if (p)
+		snprintf(p, len, "%s/%s", dir, name);
+	return p;
+}
+
+static int find_runtime(const char *given, char **out, nk_error *err)
+{
+	const char *dirs[3] = { NULL, NULL, NULL };
+	char *self = NULL;
+	char looked[600] = "";
+	size_t used = 0;
+	int rc;
+
+	if (given) {
+		if (!nk__os_exists(NULL, given))
+			return nk__error(err, NK_ENOENT, "profiler runtime %s: no such file", given);
+		*out = strdup(given);
+		return *out ? 0 : nk__error(err, NK_ENOMEM, "out of memory");
+	}
+	rc = nk__os_object_dir((const void *)nk_profile_run, &self);
+	if (rc == NK_ENOMEM)
+		return nk__error(err, NK_ENOMEM, "out of memory");
+	dirs[0] = self;
+#ifdef NK_BUILD_PRELOAD_DIR
+	dirs[1] = NK_BUILD_PRELOAD_DIR;
+#endif
+#ifdef NK_INSTALL_LIBDIR
+	dirs[2] = NK_INSTALL_LIBDIR;
+#endif
+	for (size_t i = 0; i < 3; i++) {
+		char *cand;
+
+		if (!dirs[i])
+			continue;
+		cand = path_join(dirs[i], RUNTIME_NAME);
+		if (!cand) {
+			free(self);
+			return nk__error(err, NK_ENOMEM, "out of memory");
+		}
+		if (nk__os_exists(NULL, cand)) {
+			free(self);
+			*out = cand;
+			return 0;
+		}
+		free(cand);
+		if (used < sizeof looked) {
+			int k = snprintf(looked + used, sizeof looked - used, "%s%s", used ? ", " : "", dirs[i]);
+			if (k > 0)
+				used += (size_t)k;
+		}
+	}
+	free(self);
+	return nk__error(err, NK_ENOENT, "profiler runtime %s not found (looked in %s)", RUNTIME_NAME,
+			 used ? looked : "no folder");
+}
+
+/* ---- the trace sampler needs an instrumented program ---- */
+
+/* 1 when the ELF file has a symbol of the load/store coverage callbacks, 0 when not, -1 unknown. */
+static int has_trace_callbacks(const char *path)
+{
+	char *data = NULL;
+	size_t len = 0;
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	int found = 0;
+
+	if (nk__os_read_whole(path, MAX_ELF_CHECK, &data, &len, NULL) != 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	e = elf_memory(data, len);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		free(data);
+		return -1;
+	}
+	while (!found && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &sym))
+				break;
+			name = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (name && (!strncmp(name, "__sanitizer_cov_load", 20) ||
+				     !strncmp(name, "__sanitizer_cov_store", 21))) {
+				found = 1;
+				break;
+			}
+		}
+	}
+	elf_end(e);
+	free(data);
+	return found;
+}
+
+/* ---- the child's environment ---- */
+
+static void free_env(char **env)
+{
+	if (!env)
+		return;
+	for (char **p = env; *p; p++)
+		free(*p);
+	free(env);
+}
+
+static int env_push(char ***env, size_t *n, size_t *cap, char *s)
+{
+	if (!s)
+		return -1;
+	if (*n + 2 > *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		char **nv = realloc(*env, ncap * sizeof *nv);
+		if (!nv) {
+			free(s);
+			return -1;
+		}
+		*env = nv;
+		*cap = ncap;
+	}
+	(*env)[(*n)++] = s;
+	(*env)[*n] = NULL;
+	return 0;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/*
+ * @p base without LD_PRELOAD and NK_PROF_*, plus LD_PRELOAD (the runtime
+ * first, then what was preloaded) and the runtime's variables.
+ */
+static char **build_env(char *const *base, const char *runtime, const char *dir, const char *sampler,
+			const nk_profile_opts *o, unsigned long long seed)
+{
+	char **env = NULL;
+	size_t n = 0, cap = 0;
+	const char *old_preload = NULL;
+	int ok = 1;
+
+	for (char *const *p = base; p && *p; p++) {
+		if (!strncmp(*p, "LD_PRELOAD=", 11)) {
+			old_preload = *p + 11;
+			continue;
+		}
+		if (!strncmp(*p, "NK_PROF_", 8))
+			continue;
+		if (env_push(&env, &n, &cap, strdup(*p)))
+			goto fail;
+	}
+	if (old_preload && *old_preload)
+		ok = !env_push(&env, &n, &cap, fmt("LD_PRELOAD=%s:%s", runtime, old_preload));
+	else
+		ok = !env_push(&env, &n, &cap, fmt("LD_PRELOAD=%s", runtime));
+	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_DIR=%s", dir));
+	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SAMPLER=%s", sampler));
+	if (ok && o->rate > 0)
+		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_RATE=%.17g", o->rate));
+	if (ok && o->min_size)
+		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MIN_SIZE=%zu", o->min_size));
+	if (ok && o->roi)
+		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_ROI=1"));
+	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
+	if (ok)
+		return env;
+fail:
+	free_env(env);
+	return NULL;
+}
+
+static const char *env_get(char *const *env, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (char *const *p = env; p && *p; p++)
+		if (!strncmp(*p, name, len) && (*p)[len] == '=')
+			return *p + len + 1;
+	return NULL;
+}
+
+/* ---- the parts folder ---- */
+
+/*
+ * "<pid>.part", or "<pid>.<anything>.part": a process that calls exec keeps
+ * its pid and the new image writes a second part, which the runtime must
+ * name apart from the first.
+ */
+static int is_part_name(const char *name, int *pid)
+{
+	size_t len = strlen(name);
+	char *end;
+	long v = strtol(name, &end, 10);
+
+	if (name[0] < '0' || name[0] > '9' || *end != '.' || v <= 0 || v > INT_MAX || len < 6 || strcmp(name + len - 5, ".part"))
+		return 0;
+	*pid = (int)v;
+	return 1;
+}
+
+/* Read the records added to one part since the last scan (headers only, payloads skipped). */
+static void scan_part(struct part *p)
+{
+	uint64_t size;
+
+	if (p->bad || nk__os_file_size(p->path, &size))
+		return;
+	if (p->off == 0) {
+		struct nk__nkp_file_header fh;
+
+		if (size < sizeof fh)
+			return;
+		if (nk__os_read_at(p->path, 0, &fh, sizeof fh) != (long)sizeof fh ||
+		    memcmp(fh.magic, NK__NKP_MAGIC, sizeof fh.magic) || fh.header_size < sizeof fh) {
+			p->bad = 1;
+			return;
+		}
+		p->off = fh.header_size;
+	}
+	while (p->off + sizeof(struct nk__nkp_record_header) <= size) {
+		struct nk__nkp_record_header h;
+
+		if (nk__os_read_at(p->path, p->off, &h, sizeof h) != (long)sizeof h)
+			return;
+		if (h.length > NK__NKP_MAX_PAYLOAD) {
+			p->bad = 1;
+			return;
+		}
+		if (p->off + sizeof h + h.length > size)
+			return; /* being written */
+		if ((h.type & ~NK__NKP_OPTIONAL) == NK__NKP_SAMPLES)
+			p->samples += h.length / sizeof(struct nk__nkp_sample);
+		else if (h.type == NK__NKP_END)
+			p->ended = 1;
+		p->off += sizeof h + h.length;
+	}
+}
+
+/* Find new parts and scan all.  Returns 0 or NK_ENOMEM. */
+static int scan_parts(struct session *s)
+{
+	char **names = NULL;
+	size_t n = 0;
+
+	if (nk__os_list_dir(NULL, s->dir, NULL, &names, &n) == NK_ENOMEM)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int pid, known = 0;
+		size_t dlen = strlen(s->dir);
+
+		if (!is_part_name(names[i], &pid))
+			continue;
+		for (size_t j = 0; j < s->n_parts && !known; j++)
+			known = !strncmp(s->parts[j].path, s->dir, dlen) && s->parts[j].path[dlen] == '/' &&
+				!strcmp(s->parts[j].path + dlen + 1, names[i]);
+		if (known)
+			continue;
+		struct part *np = realloc(s->parts, (s->n_parts + 1) * sizeof *np);
+		if (!np)
+			goto oom;
+		s->parts = np;
+		memset(&np[s->n_parts], 0, sizeof *np);
+		np[s->n_parts].pid = pid;
+		np[s->n_parts].path = path_join(s->dir, names[i]);
+		if (!np[s->n_parts].path)
+			goto oom;
+		s->n_parts++;
+	}
+	nk__os_free_names(names, n);
+	for (size_t j = 0; j < s->n_parts; j++)
+		scan_part(&s->parts[j]);
+	return 0;
+oom:
+	nk__os_free_names(names, n);
+	return NK_ENOMEM;
+}
+
+static uint64_t total_samples(const struct session *s)
+{
+	uint64_t t = s->hws.n;
+
+	for (size_t i = 0; i < s->n_parts; i++)
+		t += s->parts[i].samples;
+	return t;
+}
+
+static void remove_parts(struct session *s)
+{
+	char **names = NULL;
+	size_t n = 0;
+
+	/* Only what the runtime writes there: <pid>.part. */
+	if (nk__os_list_dir(NULL, s->dir, NULL, &names, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			int pid;
+			char *p;
+
+			if (!is_part_name(names[i], &pid) || !(p = path_join(s->dir, names[i])))
+				continue;
+			nk__os_remove(p);
+			free(p);
+		}
+		nk__os_free_names(names, n);
+	}
+}
+
+/* ---- hw samples ---- */
+
+static int spawn_hook(int pid, void *arg)
+{
+	struct session *s = arg;
+	int rc;
+
+	if (s->requested != NK_SAMPLER_HW && s->requested != NK_SAMPLER_AUTO)
+		return 0;
+	rc = nk__hw_open(pid, s->m, s->o->rate, &s->hw, &s->hw_err);
+	if (rc == 0) {
+		s->sampler = NK_SAMPLER_HW;
+		return 0; /* environment 0: NK_PROF_SAMPLER=none */
+	}
+	if (s->requested == NK_SAMPLER_HW || rc == NK_ENOMEM) {
+		s->hook_rc = rc;
+		return rc;
+	}
+	snprintf(s->fallback, sizeof s->fallback, "%.250s", s->hw_err.message[0] ? s->hw_err.message : nk_strerror(rc));
+	s->sampler = NK_SAMPLER_PAGEFAULT;
+	return 1; /* environment 1: pagefault */
+}
+
+/* page_node of the samples drained since the last call, batched move_pages queries per process. */
+static void resolve_pages(struct session *s)
+{
+	uintptr_t mask = ~(uintptr_t)(nk__os_page_size() - 1);
+	void *pages[QUERY_BATCH];
+	int status[QUERY_BATCH];
+	size_t idx[QUERY_BATCH];
+	size_t next = s->resolved;
+
+	/* One pass per distinct process among the new samples (usually one). */
+	while (next < s->hws.n) {
+		uint32_t pid = s->hws.pid[next];
+		size_t k = 0, first_other = s->hws.n;
+
+		for (size_t j = next; j < s->hws.n; j++) {
+			if (s->hws.s[j].page_node != -1)
+				continue;
+			if (s->hws.pid[j] != pid) {
+				if (first_other == s->hws.n)
+					first_other = j;
+				continue;
+			}
+			pages[k] = (void *)((uintptr_t)s->hws.s[j].addr & mask);
+			idx[k++] = j;
+			if (k == QUERY_BATCH || j + 1 == s->hws.n) {
+				long rc = nk__os_query_pages((int)pid, k, pages, status);
+				/* Unknown pages (process gone, page never touched) get -3, fixed to -1 below. */
+				for (size_t q = 0; q < k; q++)
+					s->hws.s[idx[q]].page_node =
+						(int16_t)(rc == 0 && status[q] >= 0 ? status[q] : -3);
+				k = 0;
+			}
+		}
+		if (k) {
+			long rc = nk__os_query_pages((int)pid, k, pages, status);
+			for (size_t q = 0; q < k; q++)
+				s->hws.s[idx[q]].page_node = (int16_t)(rc == 0 && status[q] >= 0 ? status[q] : -3);
+		}
+		next = first_other;
+	}
+	for (size_t j = s->resolved; j < s->hws.n; j++)
+		if (s->hws.s[j].page_node == -3)
+			s->hws.s[j].page_node = -1;
+	s->resolved = s->hws.n;
+}
+
+static int drain_hw(struct session *s, nk_error *err)
+{
+	size_t before;
+	int rc;
+
+	if (!s->hw)
+		return 0;
+	before = s->hws.n;
+	rc = nk__hw_drain(s->hw, &s->hws, err);
+	if (rc)
+		return rc;
+	/* The drain leaves page_node -1; query only the new samples. */
+	if (s->hws.n > before) {
+		s->resolved = before;
+		resolve_pages(s);
+	}
+	return 0;
+}
+
+/* ---- the RUN record ---- */
+
+static char *run_json(const struct session *s, char *const argv[], uint64_t start_unix, uint64_t wall,
+		      const nk_profile_run_result *r, unsigned long long seed)
+{
+	json_t *o = json_object(), *cmd = json_array();
+	double rate = s->o->rate;
+	char *text = NULL;
+
+	if (!o || !cmd)
+		goto out;
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	if (rate <= 0 && s->sampler == NK_SAMPLER_PAGEFAULT)
+		rate = DEFAULT_PF_RATE;
+	if (rate <= 0 && s->sampler == NK_SAMPLER_TRACE)
+		rate = 1;
+	json_object_set_new(o, "numakit", json_string(nk_version()));
+	json_object_set(o, "command", cmd);
+	json_object_set_new(o, "sampler", json_string(sampler_name(s->sampler)));
+	json_object_set_new(o, "requested_sampler", json_string(sampler_name(s->requested)));
+	if (s->fallback[0])
+		json_object_set_new(o, "fallback", json_string(s->fallback));
+	if (s->hw)
+		json_object_set_new(o, "hw_events", json_string(nk__hw_describe(s->hw)));
+	json_object_set_new(o, "rate", json_real(rate));
+	json_object_set_new(o, "seed", json_integer((json_int_t)(seed & 0x7fffffffffffffffull)));
+	json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)start_unix));
+	json_object_set_new(o, "wall_ns", json_integer((json_int_t)wall));
+	json_object_set_new(o, "exit_status", json_integer(r->exit_status));
+	json_object_set_new(o, "signal", json_integer(r->term_signal));
+	json_object_set_new(o, "processes", json_integer(r->processes));
+	json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
+	if (s->hws.lost)
+		json_object_set_new(o, "hw_lost", json_integer((json_int_t)s->hws.lost));
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+out:
+	json_decref(cmd);
+	json_decref(o);
+	return text;
+}
+
+static void add_warning(nk_profile_run_result *r, const char *w)
+{
+	size_t used = strlen(r->warnings);
+
+	if (!w || !*w || used + 3 >= sizeof r->warnings)
+		return;
+	snprintf(r->warnings + used, sizeof r->warnings - used, "%s%s", used ? "; " : "", w);
+}
+
+/* ---- the session ---- */
+
+static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *err)
+{
+	if (!o || !argv || !argv[0] || !argv[0][0])
+		return nk__error(err, NK_EINVAL, "no program to profile");
+	if (!o->output || !o->output[0])
+		return nk__error(err, NK_EINVAL, "no output file given");
+	if (o->sampler < NK_SAMPLER_AUTO || o->sampler > NK_SAMPLER_TRACE)
+		return nk__error(err, NK_EINVAL, "unknown sampler %d", o->sampler);
+	if (!isfinite(o->rate) || o->rate < 0 || o->rate > 1e9)
+		return nk__error(err, NK_EINVAL, "rate %g: expected a positive number (0 = default)", o->rate);
+	if (o->sampler == NK_SAMPLER_TRACE && o->rate != 0 && (o->rate < 1 || o->rate != floor(o->rate)))
+		return nk__error(err, NK_EINVAL,
+				 "rate %g: the trace sampler records one access in RATE, an integer >= 1",
+				 o->rate);
+	if (o->roi != 0 && o->roi != 1)
+		return nk__error(err, NK_EINVAL, "roi must be 0 or 1");
+	return 0;
+}
+
+int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const argv[], nk_profile_run_result *res,
+		   nk_error *err)
+{
+	struct session s;
+	nk_profile_run_result r;
+	nk_machine *live = NULL;
+	char *const *base;
+	char *runtime = NULL, *prog = NULL, *dir_rel = NULL, *machine_json = NULL, *run = NULL, *warn = NULL;
+	char **env_a = NULL, **env_b = NULL;
+	const char **part_paths = NULL;
+	unsigned long long seed;
+	uint64_t t0, start_unix, last_progress;
+	int rc, pid, status = 0, ended = 0;
+
+	memset(&s, 0, sizeof s);
+	memset(&r, 0, sizeof r);
+	rc = check_opts(o, argv, err);
+	if (rc)
+		return rc;
+	s.o = o;
+	s.requested = o->sampler;
+	s.sampler = o->sampler == NK_SAMPLER_AUTO ? NK_SAMPLER_PAGEFAULT : o->sampler;
+	base = o->envp ? o->envp : environ;
+
+	/* Find the program in the program's own PATH, as its shell would. */
+	rc = nk__os_find_program(argv[0], env_get(base, "PATH"), &prog);
+	if (rc == NK_ENOMEM) {
+		rc = nk__error(err, rc, "out of memory");
+		goto out;
+	}
+	if (rc) {
+		rc = nk__error(err, rc == NK_EPERM ? NK_EPERM : NK_ENOENT, "%s: %s", argv[0],
+			       rc == NK_EPERM ? "not an executable file" : "command not found");
+		goto out;
+	}
+	if (o->sampler == NK_SAMPLER_TRACE && has_trace_callbacks(prog) == 0) {
+		rc = nk__error(err, NK_EINVAL,
+			       "%s was not built for the trace sampler (no __sanitizer_cov_load/store callbacks): "
+			       "rebuild it with `numakit cc`",
+			       prog);
+		goto out;
+	}
+	rc = find_runtime(o->runtime, &runtime, err);
+	if (rc)
+		goto out;
+	if (!m) {
+		rc = nk_machine_load_live(&live, err);
+		if (rc)
+			goto out;
+		m = live;
+	}
+	s.m = m;
+	rc = nk_machine_to_json(m, NK_JSON_COMPACT, &machine_json);
+	if (rc) {
+		rc = nk__error(err, rc, "cannot describe the machine: %s", nk_strerror(rc));
+		goto out;
+	}
+
+	/* The parts folder next to the output, absolute: the program may change folders. */
+	dir_rel = fmt("%s.parts", o->output);
+	if (!dir_rel) {
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = nk__os_mkdir(dir_rel);
+	if (rc) {
+		rc = nk__error(err, rc == -ENOENT ? NK_ENOENT : NK_EIO, "cannot create %s: %s", dir_rel,
+			       strerror(-rc));
+		goto out;
+	}
+	s.dir = realpath(dir_rel, NULL);
+	if (!s.dir) {
+		rc = nk__error(err, NK_EIO, "%s: %s", dir_rel, strerror(errno));
+		goto out_rmdir;
+	}
+	remove_parts(&s); /* a previous run that failed to merge left them */
+
+	seed = o->seed ? o->seed : (unsigned long long)nk__os_realtime_ns();
+	if (s.requested == NK_SAMPLER_HW || s.requested == NK_SAMPLER_AUTO) {
+		env_a = build_env(base, runtime, s.dir, "none", o, seed);
+		env_b = build_env(base, runtime, s.dir, "pagefault", o, seed);
+	} else {
+		env_a = build_env(base, runtime, s.dir, sampler_name(s.sampler), o, seed);
+	}
+	if (!env_a || (s.requested <= NK_SAMPLER_HW && !env_b)) {
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
+		goto out_rmdir;
+	}
+
+	char *const *const envps[2] = { env_a, env_b };
+	start_unix = nk__os_realtime_ns();
+	t0 = nk__os_now_ns();
+	pid = nk__os_spawn(prog, argv, envps, env_b ? 2 : 1, spawn_hook, &s);
+	if (pid < 0) {
+		if (s.hook_rc == NK_ENOSYS)
+			rc = nk__error(err, NK_ENOSYS, "hw sampler unavailable: %s", s.hw_err.message);
+		else if (s.hook_rc)
+			rc = nk__error(err, s.hook_rc, "%s",
+				       s.hw_err.message[0] ? s.hw_err.message : nk_strerror(s.hook_rc));
+		else
+			rc = nk__error(err, pid == -ENOENT ? NK_ENOENT : pid == -EACCES ? NK_EPERM : NK_EIO,
+				       "cannot run %s: %s", prog, strerror(-pid));
+		goto out_rmdir;
+	}
+	if (o->progress) {
+		nk_profile_progress p = { 0, 0, pid, s.sampler };
+		o->progress(o->progress_arg, &p);
+	}
+	last_progress = t0;
+	while (!ended) {
+		int w = nk__os_wait(pid, POLL_MS, &status);
+		uint64_t now;
+
+		if (w < 0) {
+			/* ECHILD: someone else reaped it (a SIGCHLD handler set to SIG_IGN). */
+			add_warning(&r, "the program's exit status is unknown (reaped elsewhere)");
+			status = -1;
+			ended = 1;
+		} else if (w == 1) {
+			ended = 1;
+		}
+		rc = drain_hw(&s, err);
+		if (rc)
+			goto out_kill;
+		now = nk__os_now_ns();
+		if (!ended && now - last_progress >= PROGRESS_NS) {
+			if (scan_parts(&s)) {
+				rc = nk__error(err, NK_ENOMEM, "out of memory");
+				goto out_kill;
+			}
+			if (o->progress) {
+				nk_profile_progress p = { (double)(now - t0) / 1e9, total_samples(&s), pid, s.sampler };
+				o->progress(o->progress_arg, &p);
+			}
+			last_progress = now;
+		}
+	}
+	uint64_t wall = nk__os_now_ns() - t0;
+
+	/*
+	 * Processes the program forked may outlive it: give them a moment to
+	 * close their parts.  A child forked just before the program exited may
+	 * not have created its part yet: settle a little first.
+	 */
+	nk__os_sleep_ms(SETTLE_MS);
+	for (int waited = 0;; waited += 50) {
+		int running = 0;
+
+		if (scan_parts(&s)) {
+			rc = nk__error(err, NK_ENOMEM, "out of memory");
+			goto out_rmdir;
+		}
+		for (size_t i = 0; i < s.n_parts; i++)
+			if (!s.parts[i].ended && s.parts[i].pid != pid && nk__os_alive(s.parts[i].pid))
+				running++;
+		if (!running)
+			break;
+		if (waited >= STRAGGLER_MS) {
+			char w[160];
+			snprintf(w, sizeof w, "%d process(es) of the program still ran %d s after it exited; "
+				 "their profile is incomplete", running, STRAGGLER_MS / 1000);
+			add_warning(&r, w);
+			break;
+		}
+		drain_hw(&s, NULL);
+		nk__os_sleep_ms(50);
+	}
+	if (s.hw) {
+		drain_hw(&s, NULL);
+		nk__hw_close(s.hw);
+		s.hw = NULL;
+	}
+	if (s.hws.lost) {
+		char w[96];
+		snprintf(w, sizeof w, "hw: %llu samples lost (ring buffers overflowed)",
+			 (unsigned long long)s.hws.lost);
+		add_warning(&r, w);
+	}
+
+	if (status == -1) {
+		r.exit_status = -1;
+	} else if (WIFSIGNALED(status)) {
+		r.exit_status = -1;
+		r.term_signal = WTERMSIG(status);
+	} else {
+		r.exit_status = WEXITSTATUS(status);
+	}
+	r.sampler = s.sampler;
+	snprintf(r.fallback, sizeof r.fallback, "%s", s.fallback);
+	r.samples = total_samples(&s);
+	/* Processes, not parts: an image started by exec writes a second part under the same pid. */
+	for (size_t i = 0; i < s.n_parts; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s.parts[j].pid == s.parts[i].pid;
+		r.processes += !seen;
+	}
+	for (size_t i = 0; i < s.n_parts; i++)
+		if (!s.parts[i].ended) {
+			char w[128];
+			snprintf(w, sizeof w, "process %d ended without closing its part (killed?)", s.parts[i].pid);
+			add_warning(&r, w);
+		}
+	if (s.n_parts == 0)
+		add_warning(&r, "no process wrote a part: was the runtime preloaded? (static or setuid programs "
+				"cannot be profiled)");
+
+	run = run_json(&s, argv, start_unix, wall, &r, seed);
+	part_paths = calloc(s.n_parts ? s.n_parts : 1, sizeof *part_paths);
+	if (!run || !part_paths) {
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
+		goto out_keep;
+	}
+	for (size_t i = 0; i < s.n_parts; i++)
+		part_paths[i] = s.parts[i].path;
+	rc = nk__nkp_merge(part_paths, s.n_parts, run, machine_json, s.hws.s, s.hws.pid, s.hws.n, o->output, &warn,
+			   err);
+	if (rc) {
+		if (err) {
+			char tail[sizeof err->message];
+			snprintf(tail, sizeof tail, "%.300s (the parts are kept in %.180s)", err->message, s.dir);
+			snprintf(err->message, sizeof err->message, "%s", tail);
+		}
+		goto out_keep;
+	}
+	add_warning(&r, warn);
+	remove_parts(&s);
+	nk__os_remove(s.dir);
+	if (res)
+		*res = r;
+	rc = 0;
+	goto out;
+
+out_kill:
+	nk__os_kill(pid, SIGKILL);
+	nk__os_wait(pid, 1000, NULL);
+out_rmdir:
+	if (s.dir) {
+		remove_parts(&s);
+		nk__os_remove(s.dir);
+	} else if (dir_rel) {
+		nk__os_remove(dir_rel);
+	}
+out_keep:
+out:
+	if (s.hw) /* opened on a child that then failed to exec, or an error while it ran */
+		nk__hw_close(s.hw);
+	free(warn);
+	free(part_paths);
+	free(run);
+	free_env(env_a);
+	free_env(env_b);
+	for (size_t i = 0; i < s.n_parts; i++)
+		free(s.parts[i].path);
+	free(s.parts);
+	nk__hw_samples_free(&s.hws);
+	free(s.dir);
+	free(dir_rel);
+	free(machine_json);
+	free(runtime);
+	free(prog);
+	nk_machine_free(live);
+	return rc;
+}

@@ -1,0 +1,56 @@
+# Sourced by the profiler's guest tests (tests/vm/tests/profile_*): where things are, the OpenMP
+# team spread one thread per cpu over the nodes, and helpers.  POSIX sh.
+B=${NK_BUILD:?NK_BUILD is not set}
+S=${NK_SRC:-$(pwd)}
+NK=$B/cli/numakit
+G=$B/tests/guest
+CHECK="python3 $S/tests/vm/tests/profile_check.py"
+[ -x "$NK" ] || { echo "SKIP: $NK not built"; exit 77; }
+NCPU=$(nproc)
+NNODES=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
+echo "topology ${NK_TOPO:-?}: $NCPU cpus, $NNODES nodes; numa_balancing=${NK_NUMA_BALANCING:-?} thp=${NK_THP:-?}"
+if [ "$NNODES" -lt 2 ]; then echo "SKIP: one node: nothing is remote"; exit 77; fi
+if [ "$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo 0)" != 0 ]; then
+    echo "FAIL: numa_balancing is on: it would move pages behind the profile (topologies.json settings)"
+    exit 1
+fi
+# One thread per cpu, spread over the nodes; the master (thread 0) on the first cpu.
+OMP_NUM_THREADS=$NCPU OMP_PROC_BIND=spread OMP_PLACES=cores
+export OMP_NUM_THREADS OMP_PROC_BIND OMP_PLACES
+T=$(mktemp -d /tmp/nkprof.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0
+
+need() { # program...
+    for p in "$@"; do
+        [ -x "$G/$p" ] || { echo "SKIP: $G/$p not built (no OpenMP?)"; exit 77; }
+    done
+}
+
+# profile NAME SAMPLER PROGRAM ARGS...: $T/NAME.nkp and the report $T/NAME.json; returns the program's status.
+profile() {
+    name=$1 sampler=$2
+    shift 2
+    s=$(date +%s)
+    "$NK" profile --sampler "$sampler" -o "$T/$name.nkp" -- "$@" 2>"$T/$name.err"
+    rc=$?
+    cat "$T/$name.err"
+    echo "profile $name: exit $rc in $(( $(date +%s) - s )) s"
+    if [ ! -s "$T/$name.nkp" ]; then echo "FAIL: no profile $T/$name.nkp"; fail=1; return $rc; fi
+    grep -q "see: numakit report" "$T/$name.err" || { echo "FAIL: no summary line"; fail=1; }
+    if ! "$NK" report --json "$T/$name.nkp" >"$T/$name.json" 2>"$T/$name.report.err"; then
+        echo "FAIL: numakit report --json $name: $(cat "$T/$name.report.err")"; fail=1
+    fi
+    "$NK" report "$T/$name.nkp" 2>&1 | head -40
+    return $rc
+}
+
+# check ARGS...: run profile_check.py, remember a failure.
+check() {
+    $CHECK "$@" || fail=1
+}
+
+finish() {
+    [ "$fail" = 0 ] && echo "PASS" || echo "FAILED"
+    exit "$fail"
+}
