@@ -667,8 +667,8 @@ int nk__nkp_merge(const char *const *parts, size_t n_parts, const char *run_json
 		}
 	}
 	rc = 0;
-	if (!np) {
-		rc = io_fail == n_parts && n_parts ? NK_EIO : NK_EPARSE;
+	if (!np && n_parts) {
+		rc = io_fail == n_parts ? NK_EIO : NK_EPARSE;
 		nk__error(err, rc, "%s: no usable part file (%zu given)%s%s", out_path, n_parts, w.n ? ": " : "",
 			  w.n ? w.s : "");
 		goto out;
@@ -689,11 +689,20 @@ int nk__nkp_merge(const char *const *parts, size_t n_parts, const char *run_json
 		chunk = NK__NKP_SAMPLES_PER_RECORD;
 	if (!(c.chunk = malloc(chunk * sizeof *c.chunk)))
 		goto oom;
-	qsort(byp, np, sizeof *byp, cmp_start);
+	if (np)
+		qsort(byp, np, sizeof *byp, cmp_start);
 	uint64_t total = 0;
 	for (size_t i = 0; i < np; i++)
 		total += byp[i]->samples + (byp[i]->ex_hi - byp[i]->ex_lo);
-	if (!(run = fix_run(run_json, np, total)))
+	/* "processes" counts pids: an exec'd image writes a second part under the same pid. */
+	size_t npids = 0;
+	for (size_t i = 0; i < np; i++) {
+		size_t j = 0;
+		while (j < i && byp[j]->info.pid != byp[i]->info.pid)
+			j++;
+		npids += j == i;
+	}
+	if (!(run = fix_run(run_json, npids, total)))
 		goto oom;
 
 	struct nk__nkp_file_header fh;

@@ -22,15 +22,36 @@
 #include "os/os.h"
 #include "profile/nkp.h"
 
-/* Shell function: part PID NSAMPLES [noend] writes a part file as the runtime would. */
-#define PART_FN                                                                                                 \
-	"part() { f=\"$NK_PROF_DIR/$1.part\"; {"                                                                \
-	" printf 'NKPROF\\015\\012\\001\\000\\000\\000\\020\\000\\000\\000';"                                     \
-	" i=0; while [ $i -lt $2 ]; do"                                                                         \
-	"  printf '\\014\\000\\000\\000\\000\\000\\000\\000\\060\\000\\000\\000\\000\\000\\000\\000';"           \
-	"  head -c 48 /dev/zero; i=$((i+1)); done;"                                                             \
-	" [ \"$3\" = noend ] || printf '\\015\\000\\000\\000\\000\\000\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000{}';" \
-	" } > \"$f\"; }; "
+/* Shell functions: part PID NSAMPLES [noend] writes a valid part file as the runtime would
+ * (header, PROCESS, META, SAMPLES of one sample each, END); le32 N prints N as 4 bytes.
+ * No '%' in it: it is used inside snprintf formats. */
+#define PART_FN \
+	"le8() { printf \"\\\\$(($1/64))$(($1/8-$1/64*8))$(($1-$1/8*8))\"; " \
+	"}; " \
+	"le32() { le8 $(($1&255)); " \
+	"le8 $(($1>>8&255)); " \
+	"le8 $(($1>>16&255)); " \
+	"le8 $(($1>>24&255)); " \
+	"}; " \
+	"part() { f=\"$NK_PROF_DIR/$1.part\"; " \
+	"pid=$(echo \"$1\" | cut -d. -f1); " \
+	"{ printf 'NKPROF\\015\\012\\001\\000\\000\\000\\020\\000\\000\\000'; " \
+	"printf '\\003\\000\\000\\000\\000\\000\\000\\000\\020\\000\\000\\000\\000\\000\\000\\000'; " \
+	"le32 $pid; " \
+	"le32 $PPID; " \
+	"printf '\\000\\000\\000\\000\\000\\000\\000\\000'; " \
+	"printf '\\004\\000\\000\\000\\000\\000\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000{}'; " \
+	"i=0; " \
+	"while [ $i -lt $2 ]; " \
+	"do printf '\\014\\000\\000\\000\\000\\000\\000\\000\\060\\000\\000\\000\\000\\000\\000\\000'; " \
+	"head -c 24 /dev/zero; " \
+	"le32 $pid; " \
+	"printf '\\001\\000\\000\\000\\000\\000\\000\\000\\377\\377\\377\\377\\377\\377\\000\\000\\000\\000\\001\\000'; " \
+	"i=$((i+1)); " \
+	"done; " \
+	"[ \"$3\" = noend ] || printf '\\015\\000\\000\\000\\000\\000\\000\\000\\002\\000\\000\\000\\000\\000\\000\\000{}'; " \
+	"} > \"$f\"; " \
+	"}; "
 
 static char runtime[1024];
 static char workdir[4096];
