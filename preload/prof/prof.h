@@ -126,7 +126,23 @@ void nkp_pf_new_block(uintptr_t addr, size_t len);
 void nkp_pf_after_fork(void);
 
 /* ---- trace.c ---- */
+/** Sampler TRACE: begin recording (after nkp is set up; threads join lazily on their first access). */
 void nkp_trace_start(void);
+/**
+ * Stop recording and emit the first-touch samples still waiting for their
+ * page's node.  Call before writing END.  AS-safe.
+ */
 void nkp_trace_stop(void);
+/** Pages of [addr, addr+len) may have moved: forget their cached nodes (nkp_hook_moved forwards here).  AS-safe. */
+void nkp_trace_moved(uintptr_t addr, size_t len);
+/** In the child after fork: forget the parent's threads, counters and cached nodes.  AS-safe. */
+void nkp_trace_after_fork(void);
+/**
+ * The trace sampler's END counters as one JSON member, `"trace": {...}`
+ * (no leading comma), written into @p buf; returns its length, 0 when the
+ * sampler did not run or @p cap < 256 (the per-thread list is cut to fit).
+ * AS-safe (no stdio, no allocation).
+ */
+size_t nkp_trace_end_json(char *buf, size_t cap);
 
 #endif
