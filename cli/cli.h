@@ -36,6 +36,8 @@ int cli_cmd_maps(int argc, char **argv);
 extern const char cli_maps_usage[];
 int cli_cmd_run(int argc, char **argv);
 extern const char cli_run_usage[];
+int cli_cmd_cc(int argc, char **argv);
+extern const char cli_cc_usage[];
 
 /** Print the help of subcommand @p name to stdout; CLI_EXIT_USAGE when there is none. */
 int cli_print_help(const char *name);

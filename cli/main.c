@@ -25,6 +25,7 @@ static const struct cli_cmd commands[] = {
 	{ "maps", cli_cmd_maps, "show where a running process's memory is, per mapping and node", cli_maps_usage },
 	{ "run", cli_cmd_run, "run a command under a memory policy and cpu set", cli_run_usage },
 	{ "bench", cli_cmd_bench, "measure latency and bandwidth between nodes (NUMA factor)", cli_bench_usage },
+	{ "cc", cli_cmd_cc, "build a program for the trace sampler of numakit profile (clang)", cli_cc_usage },
 	{ "help", cmd_help, "show the help of a command", help_usage },
 };
 
