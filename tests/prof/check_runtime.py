@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Checks of the profiler runtime core (preload/prof/runtime.c, alloc.c).
+
+Runs prof_prog / prof_nk under LD_PRELOAD=libnumakit_prof.so with NK_PROF_DIR
+set and NK_PROF_SAMPLER=none, then walks the part files with partdump.py.
+Usage: check_runtime.py SCENARIO --lib SO --prog PROG --nk PROG
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import partdump  # noqa: E402
+
+KIND = {"MALLOC": 1, "CALLOC": 2, "REALLOC": 3, "MEMALIGN": 4, "MMAP": 5, "NUMAKIT": 6, "STATIC": 7}
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def run(args, d, prog, extra_env=None, preload=True):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("NK_PROF_"):
+            del env[k]
+    if preload:
+        env["LD_PRELOAD"] = args.lib
+    if d is not None:
+        env["NK_PROF_DIR"] = d
+        env["NK_PROF_SAMPLER"] = "none"
+    env.update(extra_env or {})
+    p = subprocess.run(prog, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+    return p
+
+
+def parts(d):
+    out = {}
+    for f in sorted(os.listdir(d)):
+        check(f.endswith(".part"), "unexpected file %s" % f)
+        out[f] = partdump.parse(os.path.join(d, f))
+    return out
+
+
+def recs(part, name):
+    return [v for n, v in part if n == name]
+
+
+def well_formed(part, how=None):
+    names = [n for n, _ in part]
+    check(names[:3] == ["PROCESS", "META", "MAPS"], "part begins %s" % names[:4])
+    check("THREAD" in names, "no THREAD")
+    check(names.count("END") == 1 and names[-1] == "END", "END not last exactly once: %s" % names[-4:])
+    end = recs(part, "END")[0]
+    check(end["complete"] is True, "END not complete")
+    if how:
+        check(end["how"] == how, "END how=%s, expected %s" % (end["how"], how))
+    meta = recs(part, "META")[0]
+    proc = recs(part, "PROCESS")[0]
+    check(meta["pid"] == proc["pid"], "META pid")
+    check(meta["sampler"] == "none" and meta["page_size"] > 0 and meta["min_size"] == 65536, "META %s" % meta)
+    check(isinstance(meta["argv"], list) and meta["argv"], "META argv")
+    threads = recs(part, "THREAD")
+    check(threads[0]["index"] == 0 and threads[0]["tid"] == proc["pid"], "main THREAD %s" % threads[0])
+    check(threads[0]["stack_lo"] < threads[0]["stack_hi"], "main stack range")
+    return end
+
+
+def exe_text_ranges(part, exe):
+    ranges = []
+    for m in recs(part, "MAPS"):
+        for line in m["text"].splitlines():
+            f = line.split()
+            if len(f) >= 6 and f[5] == exe and "x" in f[1]:
+                lo, hi = (int(x, 16) for x in f[0].split("-"))
+                ranges.append((lo, hi))
+    return ranges
+
+
+def single(args, d, prog, how, status=None, sig=None):
+    p = run(args, d, prog)
+    ps = parts(d)
+    check(len(ps) == 1, "%d parts" % len(ps))
+    part = next(iter(ps.values()))
+    end = well_formed(part, how)
+    if status is not None:
+        check(p.returncode == status, "exit status %d, expected %d (%s)" % (p.returncode, status, p.stderr))
+        check(end["status"] == status, "END status %s" % end)
+    if sig is not None:
+        check(p.returncode == -sig, "died with %d, expected signal %d" % (p.returncode, sig))
+        check(end["signal"] == sig, "END signal %s" % end)
+    return p, part
+
+
+def t_inert(args, d):
+    # Preloaded without NK_PROF_DIR: no file anywhere, program unchanged.
+    p = run(args, None, [args.prog, "alloc"])
+    check(p.returncode == 0, "inert run failed: %s" % p.stderr)
+    p = run(args, None, [args.prog, "exit"])
+    check(p.returncode == 3, "inert exit status %d" % p.returncode)
+    p = run(args, None, [args.nk])
+    check(p.returncode == 0 and p.stdout.split()[0] == b"0", "nk_profile_active outside the profiler")
+    p = run(args, None, [args.prog, "segv_sigaction"])
+    check(p.returncode == 0, "inert segv handler %d" % p.returncode)
+    check(os.listdir(d) == [], "files written")
+
+
+def t_threads(args, d):
+    _, part = single(args, d, [args.prog, "threads"], "exit", status=0)
+    th = recs(part, "THREAD")
+    check(len(th) == 5, "%d THREAD records" % len(th))
+    check(sorted(t["index"] for t in th) == [0, 1, 2, 3, 4], "thread indexes %s" % [t["index"] for t in th])
+    check(len({t["tid"] for t in th}) == 5, "tids not distinct")
+    for t in th:
+        check(t["stack_lo"] < t["stack_hi"], "stack range of %s" % t)
+
+
+def t_alloc(args, d):
+    p, part = single(args, d, [args.prog, "alloc"], "exit", status=0)
+    big, small, c, q, mm, bss = (int(x) for x in p.stdout.split())
+    allocs = {a["addr"]: a for a in recs(part, "ALLOC")}
+    frees = {f["addr"]: f for f in recs(part, "FREE")}
+    sites = {s["id"]: s for s in recs(part, "SITE")}
+    check(big in allocs and allocs[big]["size"] == 1 << 20 and allocs[big]["kind"] == KIND["MALLOC"], "1 MiB ALLOC")
+    check(small not in allocs, "a 100-byte block tracked")
+    check(c in allocs and allocs[c]["kind"] == KIND["CALLOC"], "calloc ALLOC")
+    check(q in allocs and allocs[q]["kind"] == KIND["MEMALIGN"], "posix_memalign ALLOC")
+    check(mm in allocs and allocs[mm]["kind"] == KIND["MMAP"], "mmap ALLOC")
+    for a in (big, c, q, mm):
+        check(a in frees and frees[a]["id"] == allocs[a]["id"], "FREE of %x" % a)
+    site = sites.get(allocs[big]["site"])
+    check(site is not None, "SITE of the 1 MiB block")
+    meta = recs(part, "META")[0]
+    ranges = exe_text_ranges(part, meta["exe"])
+    check(ranges, "program text not in MAPS")
+    first = site["ips"][0]
+    check(any(lo <= first < hi for lo, hi in ranges), "first frame %x not in the program" % first)
+    # Statics: the program's .bss (1 MiB) lies in a STATIC block; libc's do not appear.
+    statics = [a for a in allocs.values() if a["kind"] == KIND["STATIC"]]
+    check(statics and all(a["site"] == 0 for a in statics), "no statics")
+    check(any(a["addr"] <= bss and bss + (1 << 20) <= a["addr"] + a["size"] for a in statics), "bss not registered")
+    ids = [a["id"] for a in recs(part, "ALLOC")]
+    check(ids == list(range(1, len(ids) + 1)), "ALLOC ids not 1..n")
+
+
+def t_fork(args, d):
+    p = run(args, d, [args.prog, "fork"])
+    check(p.returncode == 0, "fork program failed %d" % p.returncode)
+    child = int(p.stdout.split()[0])
+    ps = parts(d)
+    check(len(ps) == 2, "%d parts after fork" % len(ps))
+    by_pid = {recs(v, "PROCESS")[0]["pid"]: v for v in ps.values()}
+    check(child in by_pid, "no part for the child")
+    parent = [pid for pid in by_pid if pid != child][0]
+    cp = by_pid[child]
+    well_formed(by_pid[parent], "exit")
+    end = well_formed(cp, "exit")
+    check(recs(cp, "PROCESS")[0]["ppid"] == parent, "child's ppid")
+    check(recs(cp, "META")[0]["ppid"] == parent, "child's META ppid")
+    check(end["status"] == 3, "child END status %s" % end)
+    # The inherited 1 MiB block is replayed in the child's part and freed there.
+    ca = [a for a in recs(cp, "ALLOC") if a["size"] == 1 << 20 and a["kind"] == KIND["MALLOC"]]
+    check(len(ca) == 1, "inherited block not in the child's part")
+    check(any(f["id"] == ca[0]["id"] for f in recs(cp, "FREE")), "child's FREE")
+    sids = {s["id"] for s in recs(cp, "SITE")}
+    check(ca[0]["site"] in sids, "child's SITE")
+
+
+def t_exec(args, d):
+    p = run(args, d, [args.prog, "exec"])
+    check(p.returncode == 3, "exec'ed image status %d" % p.returncode)
+    ps = parts(d)
+    check(len(ps) == 2, "%d parts after exec" % len(ps))
+    ends = {}
+    for v in ps.values():
+        e = well_formed(v)
+        ends[e["how"]] = (v, e)
+    check(set(ends) == {"exec", "exit"}, "END hows %s" % list(ends))
+    a = recs(ends["exec"][0], "PROCESS")[0]
+    b = recs(ends["exit"][0], "PROCESS")[0]
+    check(a["pid"] == b["pid"], "exec kept the pid")
+    check(recs(ends["exit"][0], "META")[0]["argv"][1:] == ["exit"], "new image's argv")
+    check(ends["exit"][1]["status"] == 3, "status after exec")
+
+
+def t_exec_fail(args, d):
+    _, part = single(args, d, [args.prog, "exec_fail"], "exit", status=0)
+    # After the failed exec the part goes on: an allocation made afterwards is there.
+    check(any(a["size"] == 1 << 17 for a in recs(part, "ALLOC")), "ALLOC after the failed exec")
+
+
+def t_exit(args, d):
+    single(args, d, [args.prog, "exit"], "exit", status=3)
+
+
+def t_return(args, d):
+    single(args, d, [args.prog, "return"], "exit", status=7)
+
+
+def t_abort(args, d):
+    p, part = single(args, d, [args.prog, "abort"], "signal", sig=signal.SIGABRT)
+    check(recs(part, "END")[0]["status"] == 134, "END status for abort")
+    # What a shell would see: 134.
+    q = subprocess.run(["sh", "-c", '"$0" abort; echo $?', args.prog], stdout=subprocess.PIPE,
+                       env=dict(os.environ, LD_PRELOAD=args.lib, NK_PROF_DIR=d, NK_PROF_SAMPLER="none"))
+    check(q.stdout.split()[-1] == b"134", "shell status %s" % q.stdout)
+
+
+def t_segv_sigaction(args, d):
+    single(args, d, [args.prog, "segv_sigaction"], "exit", status=0)
+
+
+def t_segv_signal(args, d):
+    single(args, d, [args.prog, "segv_signal"], "exit", status=0)
+
+
+def t_segv_resethand(args, d):
+    single(args, d, [args.prog, "segv_resethand"], "signal", sig=signal.SIGSEGV)
+
+
+def t_kill_term(args, d):
+    single(args, d, [args.prog, "kill_term"], "signal", sig=signal.SIGTERM)
+
+
+def t_hooks(args, d):
+    p, part = single(args, d, [args.nk], "exit", status=0)
+    active, buf = (int(x) for x in p.stdout.split())
+    check(active == 1, "nk_profile_active under the profiler")
+    ph = recs(part, "PHASE")
+    kinds = [(x["kind"], x["id"], x["name"]) for x in ph]
+    check(kinds == [(0, 1, "init"), (2, 1, ""), (1, 1, ""), (0, 2, "compute"), (0, 1, "init")],
+          "PHASE records %s" % kinds)
+    names = recs(part, "NAME")
+    check(len(names) == 1 and names[0]["name"] == "my buffer" and names[0]["addr"] == buf and
+          names[0]["size"] == 1 << 16, "NAME %s" % names)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario")
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--nk", required=True)
+    args = ap.parse_args()
+    fn = globals().get("t_" + args.scenario)
+    if not fn:
+        print("unknown scenario", args.scenario)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="nkprof-") as d:
+        try:
+            fn(args, d)
+        except (Fail, partdump.PartError) as e:
+            print("FAIL %s: %s" % (args.scenario, e))
+            for f in sorted(os.listdir(d)):
+                print("--", f)
+                try:
+                    for n, v in partdump.parse(os.path.join(d, f)):
+                        if n == "MAPS":
+                            v = "<maps>"
+                        print(" ", n, v)
+                except partdump.PartError as pe:
+                    print("  unreadable:", pe)
+            return 1
+    print("ok", args.scenario)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
