@@ -147,6 +147,7 @@ static atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
 static atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 static atomic_int pf_running;       /* the sampler thread should go on */
 static atomic_uint pf_period_ns = 10000000u;
+static atomic_int pf_over;           /* the governor cut the rate last period: new blocks are not armed */
 
 static uintptr_t pf_ps = 4096, pf_shift = 12;
 
@@ -626,7 +627,8 @@ void nkp_pf_new_block(uintptr_t addr, size_t len)
 	if (!atomic_load_explicit(&pf_running, memory_order_acquire) ||
 	    !atomic_load_explicit(&nkp.sampling, memory_order_relaxed) || addr + len < addr || e <= s)
 		return;
-	if (atomic_load_explicit(&pf_out, memory_order_relaxed) >= PF_MAX_OUT)
+	if (atomic_load_explicit(&pf_out, memory_order_relaxed) >= PF_MAX_OUT ||
+	    atomic_load_explicit(&pf_over, memory_order_relaxed))
 		return;
 	uint64_t t0 = nkp_now();
 	uintptr_t np = (e - s) >> pf_shift;
@@ -779,6 +781,7 @@ static void *pf_main(void *arg)
 				scale = scale * 1.25 > 1.0 ? 1.0 : scale * 1.25;
 			if (scale < 0.001)
 				scale = 0.001;
+			atomic_store_explicit(&pf_over, frac > PF_MAX_OVERHEAD, memory_order_relaxed);
 		}
 		last = now;
 		last_cost = cost;
