@@ -120,11 +120,15 @@ int nkp_tracked_contains(uintptr_t page);
 uint64_t nkp_tracked_generation(void);
 /**
  * Needed by trace.c (weak there; without it trace falls back to
- * nkp_tracked_contains and misses accesses to the partial first and last
- * pages of every block, e.g. the first 4080 bytes of a malloc'ed block):
- * 1 when the byte at @p addr lies inside a tracked range.  AS-safe, lock-free.
+ * nkp_tracked_contains and misses the accesses to the partial first and
+ * last pages of every block, e.g. the first 4080 bytes of a malloc'ed one):
+ * 1 when the byte at @p addr lies in a tracked range, which is then
+ * [*lo, *hi); 0 when not, [*lo, *hi) then being the untracked gap around
+ * @p addr (between the neighbouring ranges, 0 and UINTPTR_MAX at the ends).
+ * trace.c caches the span per thread while nkp_tracked_generation() stays
+ * the same.  AS-safe, lock-free.
  */
-int nkp_tracked_addr(uintptr_t addr);
+int nkp_tracked_span(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 /* Between runtime.c and alloc.c only. */
 void nkp_alloc_rescan(void);                               /* after dlopen: statics of new objects */
 void nkp_alloc_track_numakit(uintptr_t addr, size_t len);  /* nkp_hook_alloc */

@@ -64,6 +64,10 @@ struct slot {
 	uint64_t queries;     /* move_pages calls */
 	uint64_t cache_miss;
 	uint64_t first_touch;
+	uintptr_t tk_lo, tk_hi; /* the last span asked of the registry, its answer, when */
+	uint64_t tk_gen;
+	uint32_t tk_epoch;
+	int tk_hit;
 	_Atomic int pending_state; /* 0 none, 1 waiting, 2 being emitted */
 	uint32_t pad;
 	struct nk__nkp_sample pending;
@@ -78,6 +82,9 @@ static _Atomic uint32_t tr_epoch = 1; /* cache generation, 12 bits used */
 static _Atomic uint64_t tr_next_refresh;
 static uint64_t tr_period = 1;         /* RATE */
 static _Atomic uint64_t cache[1u << CACHE_BITS];
+
+#pragma weak nkp_tracked_generation
+#pragma weak nkp_tracked_span
 
 static __thread struct slot *me __attribute__((tls_model("initial-exec")));
 static __thread struct slot tls_overflow __attribute__((tls_model("initial-exec")));
@@ -251,13 +258,45 @@ static void maybe_refresh(struct slot *s)
 		atomic_fetch_add_explicit(&tr_epoch, 1, memory_order_relaxed);
 }
 
+/*
+ * Is @p addr in tracked memory?  Asking the registry costs two atomic RMWs
+ * on a shared counter, so each thread keeps the last answer: the tracked
+ * range or untracked gap around the address (nkp_tracked_span), else the
+ * page (nkp_tracked_contains, which only knows whole pages), while the
+ * tracked set's generation (when alloc.c gives one) and the cache epoch
+ * stay the same.
+ */
+static int tracked(struct slot *s, uintptr_t addr, uintptr_t page)
+{
+	uint64_t gen = nkp_tracked_generation ? nkp_tracked_generation() : 0;
+	uint32_t ep = atomic_load_explicit(&tr_epoch, memory_order_relaxed);
+
+	if (addr >= s->tk_lo && addr < s->tk_hi && gen == s->tk_gen && ep == s->tk_epoch)
+		return s->tk_hit;
+	if (nkp_tracked_span) {
+		uintptr_t lo = 0, hi = 0;
+		s->tk_hit = nkp_tracked_span(addr, &lo, &hi);
+		if (lo > addr || hi <= addr) /* a bad span: remember nothing */
+			lo = hi = 0;
+		s->tk_lo = lo;
+		s->tk_hi = hi;
+	} else {
+		s->tk_hit = nkp_tracked_contains(page);
+		s->tk_lo = page;
+		s->tk_hi = page + (uintptr_t)nkp.page_size;
+	}
+	s->tk_gen = gen;
+	s->tk_epoch = ep;
+	return s->tk_hit;
+}
+
 static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 {
 	uintptr_t page = addr & ~((uintptr_t)nkp.page_size - 1);
 
 	if (atomic_load_explicit(&s->pending_state, memory_order_acquire) == 1)
 		flush_pending(s, s);
-	if (!nkp_tracked_contains(page)) {
+	if (!tracked(s, addr, page)) {
 		s->outside++;
 		return;
 	}
@@ -290,9 +329,10 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 	s->recorded++;
 	if (node >= 0) {
 		smp.page_node = (int16_t)node;
-	} else if (node == NODE_UNTOUCHED || node == NODE_ZERO) {
+	} else if (node == NODE_UNTOUCHED || (node == NODE_ZERO && kind == ST)) {
 		/* This access may place the page: ask again once it happened.  The
-		 * cache entry is dropped so that the next access asks too. */
+		 * cache entry is dropped so that the next access asks too.  (A read
+		 * of the zero page places nothing: it stays -1 without a query.) */
 		cache_put(pn, ST_UNKNOWN);
 		s->pending = smp;
 		atomic_store_explicit(&s->pending_state, 1, memory_order_release);
