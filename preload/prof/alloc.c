@@ -98,14 +98,16 @@ static void resolve(void)
 /* ---------------------------------------------------------------- the range registry */
 
 struct rng {
-	uintptr_t lo, hi; /* page-aligned interior */
-	uint64_t cum;     /* pages of r[0..i] */
+	uintptr_t blo, bhi; /* the block (byte range); blocks do not overlap, sorted by blo */
+	uintptr_t lo, hi;   /* its page-aligned interior, lo == hi when empty */
+	uint64_t cum;       /* interior pages of r[0..i] */
 };
 struct rset {
 	size_t n, cap, bytes;
 	struct rng r[];
 };
 static struct rset *_Atomic cur_set;
+static _Atomic uint64_t generation;
 static atomic_int readers;
 #define MAX_RETIRED 64
 static struct rset *retired[MAX_RETIRED];
@@ -133,6 +135,7 @@ static void rset_publish(struct rset *s)
 		s->r[i].cum = c;
 	}
 	struct rset *old = atomic_exchange(&cur_set, s);
+	atomic_fetch_add(&generation, 1);
 	if (old && n_retired < MAX_RETIRED)
 		retired[n_retired++] = old;
 	else if (old)
@@ -144,7 +147,7 @@ static void rset_publish(struct rset *s)
 	}
 }
 
-static int range_add(uintptr_t lo, uintptr_t hi)
+static int range_add(uintptr_t blo, uintptr_t bhi, uintptr_t lo, uintptr_t hi)
 {
 	struct rset *o = atomic_load(&cur_set);
 	size_t n = o ? o->n : 0;
@@ -152,9 +155,9 @@ static int range_add(uintptr_t lo, uintptr_t hi)
 	if (!s)
 		return -1;
 	size_t i = 0, j = 0;
-	while (i < n && o->r[i].lo < lo)
+	while (i < n && o->r[i].blo < blo)
 		s->r[j++] = o->r[i++];
-	s->r[j++] = (struct rng){ lo, hi, 0 };
+	s->r[j++] = (struct rng){ blo, bhi, lo, hi, 0 };
 	while (i < n)
 		s->r[j++] = o->r[i++];
 	s->n = j;
@@ -162,7 +165,7 @@ static int range_add(uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
-static void range_remove(uintptr_t lo, uintptr_t hi)
+static void range_remove(uintptr_t blo, uintptr_t bhi)
 {
 	struct rset *o = atomic_load(&cur_set);
 	if (!o)
@@ -172,7 +175,7 @@ static void range_remove(uintptr_t lo, uintptr_t hi)
 		return;
 	size_t j = 0, found = 0;
 	for (size_t i = 0; i < o->n; i++) {
-		if (!found && o->r[i].lo == lo && o->r[i].hi == hi) {
+		if (!found && o->r[i].blo == blo && o->r[i].bhi == bhi) {
 			found = 1;
 			continue;
 		}
@@ -182,23 +185,60 @@ static void range_remove(uintptr_t lo, uintptr_t hi)
 	rset_publish(s);
 }
 
+/* Index of the first range whose block begins after @p addr. */
+static size_t upper(const struct rset *s, uintptr_t addr)
+{
+	size_t a = 0, b = s->n;
+	while (a < b) {
+		size_t m = (a + b) / 2;
+		if (s->r[m].blo <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
 int nkp_tracked_contains(uintptr_t page)
 {
 	atomic_fetch_add(&readers, 1);
 	struct rset *s = atomic_load(&cur_set);
 	int hit = 0;
 	if (s && s->n) {
-		size_t a = 0, b = s->n; /* first range with lo > page */
-		while (a < b) {
-			size_t m = (a + b) / 2;
-			if (s->r[m].lo <= page)
-				a = m + 1;
-			else
-				b = m;
-		}
-		hit = a > 0 && page + (uintptr_t)nkp.page_size <= s->r[a - 1].hi;
+		size_t a = upper(s, page);
+		hit = a > 0 && page >= s->r[a - 1].lo && page + (uintptr_t)nkp.page_size <= s->r[a - 1].hi;
 	}
 	atomic_fetch_sub(&readers, 1);
+	return hit;
+}
+
+uint64_t nkp_tracked_generation(void)
+{
+	return atomic_load_explicit(&generation, memory_order_acquire);
+}
+
+int nkp_tracked_span(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	atomic_fetch_add(&readers, 1);
+	struct rset *s = atomic_load(&cur_set);
+	int hit = 0;
+	uintptr_t l = 0, h = UINTPTR_MAX;
+	if (s && s->n) {
+		size_t a = upper(s, addr);
+		if (a > 0 && addr < s->r[a - 1].bhi) {
+			hit = 1;
+			l = s->r[a - 1].blo;
+			h = s->r[a - 1].bhi;
+		} else {
+			l = a > 0 ? s->r[a - 1].bhi : 0;
+			h = a < s->n ? s->r[a].blo : UINTPTR_MAX;
+		}
+	}
+	atomic_fetch_sub(&readers, 1);
+	if (lo)
+		*lo = l;
+	if (hi)
+		*hi = h;
 	return hit;
 }
 
@@ -363,6 +403,7 @@ struct blk {
 	uint64_t time_ns;
 	uint32_t id, site, kind, tid;
 	uintptr_t lo, hi; /* tracked interior, lo == hi when none */
+	int reg;          /* in the range registry */
 };
 #define BLK_CAP (1u << 17)
 static struct blk blks[BLK_CAP];
@@ -451,7 +492,8 @@ static void track(uintptr_t addr, uint64_t size, uint32_t kind, void *const *fr,
 	}
 	*b = (struct blk){ .addr = addr, .size = size, .time_ns = nkp_now(), .id = ++alloc_ids,
 			   .site = fr ? site_of(fr, nfr) : 0, .kind = kind, .tid = nkp_tid(), .lo = lo, .hi = hi };
-	if (lo < hi && range_add(lo, hi))
+	b->reg = range_add(addr, addr + size, lo, hi) == 0;
+	if (!b->reg)
 		b->lo = b->hi = 0;
 	if (kind != NK__ALLOC_STATIC)
 		atomic_fetch_add(&n_live, 1);
@@ -467,11 +509,10 @@ static void track(uintptr_t addr, uint64_t size, uint32_t kind, void *const *fr,
 /* blk_lock held. */
 static void untrack_locked(struct blk *b)
 {
-	if (b->lo < b->hi) {
-		if (nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_forget)
-			nkp_pf_forget(b->lo, b->hi - b->lo);
-		range_remove(b->lo, b->hi);
-	}
+	if (b->lo < b->hi && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_forget)
+		nkp_pf_forget(b->lo, b->hi - b->lo);
+	if (b->reg)
+		range_remove(b->addr, b->addr + b->size);
 	struct nk__nkp_free f = { .addr = b->addr, .time_ns = nkp_now(), .tid = nkp_tid(), .id = b->id };
 	(void)nkp_record(NK__NKP_FREE, &f, sizeof f, NULL, 0);
 	if (b->kind != NK__ALLOC_STATIC)
@@ -725,7 +766,7 @@ static int excluded(const char *path)
 {
 	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libc.so", "libc-", "libpthread",
 					     "libdl.", "libdl-", "libnumakit", "libhwloc", "libjansson", "libdw",
-					     "libelf", "linux-vdso", "linux-gate" };
+					     "libelf", "libgcc_s", "linux-vdso", "linux-gate" };
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
@@ -749,7 +790,7 @@ static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	/* The main program has an empty name; vdso-like objects have none and no file. */
 	if (*name && excluded(name))
 		return 0;
-	uintptr_t key = base ^ (uintptr_t)info->dlpi_phdr;
+	uintptr_t key = base; /* unique among loaded objects (a dlclose + dlopen at the same base is not seen again) */
 	for (size_t i = 0; i < n_seen; i++)
 		if (seen_objs[i] == key)
 			return 0;

@@ -42,6 +42,9 @@
 #pragma weak nkp_pf_moved
 #pragma weak nkp_trace_start
 #pragma weak nkp_trace_stop
+#pragma weak nkp_trace_moved
+#pragma weak nkp_trace_after_fork
+#pragma weak nkp_trace_end_json
 
 struct nkp_state nkp;
 
@@ -525,7 +528,8 @@ static void i64_to(char **p, int64_t v)
 
 static void write_end_locked(const char *how, int status, int sig)
 {
-	char b[512], *p = b;
+	static char b[8192]; /* under the writer lock; not on a (maybe small alternate) signal stack */
+	char *p = b;
 	str_to(&p, "{\"complete\": true, \"how\": \"");
 	str_to(&p, how);
 	str_to(&p, "\", \"status\": ");
@@ -540,6 +544,18 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, atomic_load(&n_dropped));
 	str_to(&p, ", \"threads\": ");
 	u64_to(&p, (uint64_t)atomic_load(&thread_index) + 1);
+	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_end_json) {
+		size_t room = (size_t)(b + sizeof b - p) - 2;
+		if (room >= 258) {
+			*p++ = ',';
+			*p++ = ' ';
+			size_t n = nkp_trace_end_json(p, room - 2);
+			if (n)
+				p += n;
+			else
+				p -= 2;
+		}
+	}
 	str_to(&p, "}");
 	(void)nk__nkp_write(&wr, NK__NKP_END, b, (size_t)(p - b));
 }
@@ -652,6 +668,8 @@ static void install_ours(int sig)
 /* Fatal default action: flush the part AS-safely, END how=signal, die by @p sig. */
 static void die_by(int sig, siginfo_t *info)
 {
+	if (nkp.active && nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
+		nkp_trace_stop(); /* AS-safe: emits the first touches still pending */
 	if (nkp.active && mine() && !atomic_load(&closed) && wr_trylock_signal()) {
 		if (!atomic_exchange(&closed, 1)) {
 			ring_drain();
@@ -860,6 +878,8 @@ static void fork_child(void)
 	start_flusher();
 	if (nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_after_fork)
 		nkp_pf_after_fork();
+	else if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_after_fork)
+		nkp_trace_after_fork();
 }
 
 /* ---------------------------------------------------------------- exec */
@@ -924,6 +944,8 @@ static void exec_begin(void)
 {
 	if (!nkp.active || !mine() || atomic_load(&closed))
 		return;
+	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
+		nkp_trace_stop();
 	wr_lock();
 	ring_drain();
 	write_maps_locked();
@@ -945,6 +967,8 @@ static void exec_failed(void)
 	}
 	exec_mark = -1;
 	wr_unlock();
+	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_start && !atomic_load(&closed))
+		nkp_trace_start();
 	errno = e;
 }
 
@@ -1216,6 +1240,8 @@ NKP_EXPORT void nkp_hook_moved(const void *addr, size_t len)
 		return;
 	if (nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_moved)
 		nkp_pf_moved((uintptr_t)addr, len);
+	else if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_moved)
+		nkp_trace_moved((uintptr_t)addr, len);
 }
 
 /* ---------------------------------------------------------------- start */

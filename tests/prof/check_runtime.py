@@ -54,7 +54,7 @@ def recs(part, name):
     return [v for n, v in part if n == name]
 
 
-def well_formed(part, how=None):
+def well_formed(part, how=None, sampler="none"):
     names = [n for n, _ in part]
     check(names[:3] == ["PROCESS", "META", "MAPS"], "part begins %s" % names[:4])
     check("THREAD" in names, "no THREAD")
@@ -66,7 +66,7 @@ def well_formed(part, how=None):
     meta = recs(part, "META")[0]
     proc = recs(part, "PROCESS")[0]
     check(meta["pid"] == proc["pid"], "META pid")
-    check(meta["sampler"] == "none" and meta["page_size"] > 0 and meta["min_size"] == 65536, "META %s" % meta)
+    check(meta["sampler"] == sampler and meta["page_size"] > 0 and meta["min_size"] == 65536, "META %s" % meta)
     check(isinstance(meta["argv"], list) and meta["argv"], "META argv")
     threads = recs(part, "THREAD")
     check(threads[0]["index"] == 0 and threads[0]["tid"] == proc["pid"], "main THREAD %s" % threads[0])
@@ -232,15 +232,96 @@ def t_kill_term(args, d):
 
 def t_hooks(args, d):
     p, part = single(args, d, [args.nk], "exit", status=0)
-    active, buf = (int(x) for x in p.stdout.split())
+    active, buf, arr = (int(x) for x in p.stdout.split())
     check(active == 1, "nk_profile_active under the profiler")
     ph = recs(part, "PHASE")
     kinds = [(x["kind"], x["id"], x["name"]) for x in ph]
     check(kinds == [(0, 1, "init"), (2, 1, ""), (1, 1, ""), (0, 2, "compute"), (0, 1, "init")],
           "PHASE records %s" % kinds)
     names = recs(part, "NAME")
-    check(len(names) == 1 and names[0]["name"] == "my buffer" and names[0]["addr"] == buf and
+    check(len(names) == 2 and names[0]["name"] == "my buffer" and names[0]["addr"] == buf and
           names[0]["size"] == 1 << 16, "NAME %s" % names)
+    # The NUMA array: ALLOC kind NUMAKIT named nk_array#1 (its reservation's MMAP block not left over), FREE.
+    na = [a for a in recs(part, "ALLOC") if a["kind"] == KIND["NUMAKIT"]]
+    check(len(na) == 1 and na[0]["addr"] == arr and na[0]["size"] >= 8 << 18, "NUMAKIT ALLOC %s" % na)
+    check(names[1]["name"] == "nk_array#1" and names[1]["addr"] == arr, "array NAME %s" % names[1])
+    check(any(f["id"] == na[0]["id"] for f in recs(part, "FREE")), "array FREE")
+    freed = {f["id"] for f in recs(part, "FREE")}
+    left = [a for a in recs(part, "ALLOC") if a["kind"] == KIND["MMAP"] and a["id"] not in freed]
+    check(not left, "MMAP blocks left tracked: %s" % left)
+
+
+def t_dlopen(args, d):
+    _, part = single(args, d, [args.prog, "dlopen"], "exit", status=0)
+    maps = recs(part, "MAPS")
+    check(len(maps) == 3, "%d MAPS records (start, dlopen, exit)" % len(maps))
+    lib = "libz.so" if "libz.so" in maps[1]["text"] else "libm.so"
+    check(lib in maps[1]["text"] and lib not in maps[0]["text"], "dlopen MAPS")
+    # The new object's writable segment is registered as a static.
+    libranges = []
+    for line in maps[1]["text"].splitlines():
+        f = line.split()
+        if len(f) >= 6 and lib in f[5]:
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            libranges.append((lo, hi))
+    statics = [a for a in recs(part, "ALLOC") if a["kind"] == KIND["STATIC"]]
+    check(any(lo <= a["addr"] < hi for a in statics for lo, hi in libranges), "no static of %s" % lib)
+    # ... and libc's are not.
+    libc = []
+    for line in maps[0]["text"].splitlines():
+        f = line.split()
+        if len(f) >= 6 and "/libc.so" in f[5]:
+            libc.append(tuple(int(x, 16) for x in f[0].split("-")))
+    check(libc and not any(lo <= a["addr"] < hi for a in statics for lo, hi in libc), "libc statics registered")
+
+
+def t_vfork(args, d):
+    p = run(args, d, [args.prog, "vfork"])
+    check(p.returncode == 0, "vfork program failed %d" % p.returncode)
+    ps = parts(d)
+    check(len(ps) == 2, "%d parts after vfork+exec" % len(ps))
+    hows = sorted(well_formed(v)["how"] for v in ps.values())
+    check(hows == ["exit", "exit"], "vfork: END hows %s (the child must not close the parent's part)" % hows)
+    parent = [v for v in ps.values() if recs(v, "META")[0]["argv"][1:] == ["vfork"]]
+    check(len(parent) == 1 and any(a["size"] == 1 << 17 for a in recs(parent[0], "ALLOC")),
+          "parent's part went on after vfork")
+
+
+def pagefault_part(args, d, prog, env):
+    p = run(args, d, prog, dict(env, NK_PROF_SAMPLER="pagefault"))
+    ps = parts(d)
+    check(len(ps) == 1, "%d parts" % len(ps))
+    part = next(iter(ps.values()))
+    if recs(part, "META")[0]["sampler"] != "pagefault":
+        print("SKIP: the pagefault sampler (pagefault.c) is not in this build")
+        sys.exit(77)
+    return p, part
+
+
+def t_ring(args, d):
+    # The sample ring, flusher and budget, fed by the pagefault sampler.
+    p, part = pagefault_part(args, d, [args.prog, "touch"], {"NK_PROF_BUDGET": "200", "NK_PROF_RATE": "2000"})
+    check(p.returncode == 0, "touch failed %d %s" % (p.returncode, p.stderr))
+    end = well_formed(part, "exit", "pagefault")
+    samples = [s for v in recs(part, "SAMPLES") for s in v]
+    check(len(samples) == end["samples"] and 0 < len(samples) <= 200, "%d samples, END %s" % (len(samples), end))
+    check(end["dropped"] > 0, "budget never reached: %s" % end)
+    check(len(recs(part, "SAMPLES")) >= 2, "one SAMPLES record only: the flusher did not run")
+    blk = [a for a in recs(part, "ALLOC") if a["size"] == 8 << 20][0]
+    pid = recs(part, "PROCESS")[0]["pid"]
+    for s in samples:
+        t_ns, addr, ip, tid, weight, lat, cpu, cnode, pnode, phase, acc, src, sampler, flags = s
+        check(sampler == 1 and tid == pid and weight >= 1, "sample %s" % (s,))
+        check(blk["addr"] <= addr < blk["addr"] + blk["size"], "sample outside the block: %x" % addr)
+    times = [s[0] for s in samples]
+    check(times == sorted(times) or len(set(times)) > 1, "sample times")
+
+
+def t_segv_sampling(args, d):
+    # The program's own SIGSEGV handler keeps working while the pagefault sampler owns SIGSEGV.
+    p, part = pagefault_part(args, d, [args.prog, "segv_sigaction"], {})
+    check(p.returncode == 0, "segv_sigaction under pagefault: %d" % p.returncode)
+    well_formed(part, "exit", "pagefault")
 
 
 def main():
@@ -265,6 +346,8 @@ def main():
                     for n, v in partdump.parse(os.path.join(d, f)):
                         if n == "MAPS":
                             v = "<maps>"
+                        elif n == "SAMPLES":
+                            v = "<%d samples>" % len(v)
                         print(" ", n, v)
                 except partdump.PartError as pe:
                     print("  unreadable:", pe)

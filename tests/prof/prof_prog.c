@@ -3,6 +3,7 @@
  * is one scenario of the runtime (threads, allocations, fork, exec, ways to
  * end, the program's own signal handlers).
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char big_bss[1 << 20];              /* a static: must be registered (ALLOC kind STATIC) */
@@ -113,6 +115,38 @@ int main(int argc, char **argv)
 		if (execl("/nonexistent/prog", "prog", (char *)NULL) != -1)
 			return 9;
 		alloc_here(1 << 17);
+		return 0;
+	}
+	if (!strcmp(m, "touch")) {
+		/* ~0.6 s of accesses to 8 MiB, for a sampler to see. */
+		size_t n = 8u << 20;
+		volatile char *p = alloc_here(n);
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			for (size_t i = 0; i < n; i += 4096)
+				p[i]++;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 600000000L);
+		free((void *)p);
+		return 0;
+	}
+	if (!strcmp(m, "dlopen")) {
+		void *h = dlopen("libz.so.1", RTLD_NOW);
+		if (!h)
+			h = dlopen("libm.so.6", RTLD_NOW);
+		return h ? 0 : 2;
+	}
+	if (!strcmp(m, "vfork")) {
+		pid_t c = vfork();
+		if (c == 0) {
+			execl("/proc/self/exe", "prof_prog", "exit", (char *)NULL);
+			_exit(9);
+		}
+		int st;
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+			return 4;
+		alloc_here(1 << 17); /* the parent's part is still open */
 		return 0;
 	}
 	if (!strcmp(m, "exit"))
