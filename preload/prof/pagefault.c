@@ -210,6 +210,18 @@ static long pf_query(unsigned long n, void **pages, int *status)
 	return r < 0 ? -errno : r;
 }
 
+/*
+ * The nodes of @p pages into @p status, for arming: node >= 0, -ENOENT not present (first touch), any
+ * other negative value unknown.  Without move_pages (a kernel without NUMA, a seccomp filter) every page
+ * is "unknown": the sampler still samples, without nodes.
+ */
+static void pf_query_or_unknown(unsigned long n, void **pages, int *status)
+{
+	if (pf_query(n, pages, status) < 0)
+		for (unsigned long i = 0; i < n; i++)
+			status[i] = -ENOSYS;
+}
+
 static void pf_cost(uint64_t ns)
 {
 	atomic_fetch_add_explicit(&pf_cost_ns, ns, memory_order_relaxed);
@@ -603,7 +615,7 @@ static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8
 	for (k = 0; k < n; k++) {
 		int st = status[k];
 		slots[k] = pf_insert(start + ((uintptr_t)k << pf_shift), st >= 0 ? st : -1,
-				     st >= 0 ? 0 : NK__SF_FIRST_TOUCH, random, now);
+				     st == -ENOENT ? NK__SF_FIRST_TOUCH : 0, random, now);
 		if (slots[k] < 0)
 			break;
 	}
@@ -640,10 +652,7 @@ void nkp_pf_new_block(uintptr_t addr, size_t len)
 	for (unsigned i = 0; i < n; i++)
 		pages[i] = (void *)(s + (((uintptr_t)i * np / n) << pf_shift));
 	pthread_mutex_lock(&pf_lock);
-	if (pf_query(n, pages, status) < 0) {
-		pthread_mutex_unlock(&pf_lock);
-		return;
-	}
+	pf_query_or_unknown(n, pages, status);
 	for (unsigned i = 0; i < n; i++)
 		pf_arm_run((uintptr_t)pages[i], 1, &status[i], 0, t0);
 	pthread_mutex_unlock(&pf_lock);
@@ -733,7 +742,8 @@ static unsigned pf_round(unsigned want, unsigned run)
 		for (unsigned k = 0; k < run; k++)
 			pages[np++] = (void *)(s + ((uintptr_t)k << pf_shift));
 	}
-	if (np && pf_query(np, pages, status) >= 0) {
+	if (np) {
+		pf_query_or_unknown(np, pages, status);
 		unsigned p = 0;
 		for (size_t r = 0; r < got; r++) {
 			if (!starts[r])
@@ -924,9 +934,9 @@ void nkp_pf_after_fork(void)
 			pf_clear((int)i);
 		}
 	}
+	/* Parked samples are the parent's: it emits them into its own part. */
 	for (unsigned i = 0; i < PF_PENDING; i++)
-		if (atomic_load(&pf_pending[i].state) == PN_FILLING)
-			atomic_store(&pf_pending[i].state, PN_FREE);
+		atomic_store(&pf_pending[i].state, PN_FREE);
 	pf_thread_live = 0;
 	atomic_store(&pf_running, 0);
 	pf_rng ^= (uint64_t)getpid() << 17;

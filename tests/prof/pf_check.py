@@ -30,19 +30,24 @@ def check(cond, what):
         raise Fail(what)
 
 
-def run(args, d, argv, rate="20000"):
+def run(args, d, argv, rate="20000", nparts=1):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NK_PROF_")}
     env.update(LD_PRELOAD=args.lib, NK_PROF_DIR=d, NK_PROF_SAMPLER="pagefault", NK_PROF_RATE=rate,
                NK_PROF_SEED="12345")
     p = subprocess.run([args.prog] + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
                        universal_newlines=True)
     check(p.returncode == 0, "%s exited %d: %s" % (argv[0], p.returncode, p.stderr.strip()))
-    files = [f for f in os.listdir(d) if f.endswith(".part")]
-    check(len(files) == 1, "parts: %s" % files)
-    part = partdump.parse(os.path.join(d, files[0]))
-    ends = [v for n, v in part if n == "END"]
-    check(len(ends) == 1 and ends[0].get("complete"), "END: %s" % ends)
-    samples = [s for n, v in part if n == "SAMPLES" for s in v]
+    files = sorted(f for f in os.listdir(d) if f.endswith(".part"))
+    check(len(files) == nparts, "parts: %s" % files)
+    parts = {}
+    for f in files:
+        part = partdump.parse(os.path.join(d, f))
+        ends = [v for n, v in part if n == "END"]
+        check(len(ends) == 1 and ends[0].get("complete"), "%s END: %s" % (f, ends))
+        parts[int(f.split(".")[0])] = (part, [s for n, v in part if n == "SAMPLES" for s in v])
+    if nparts != 1:
+        return p.stdout, parts
+    part, samples = next(iter(parts.values()))
     return p.stdout, part, samples
 
 
@@ -110,6 +115,17 @@ def scenario_threads(args, d):
     check(all(s[ACCESS] == READ for s in in_shared), "workers only read the shared array")
     for t in own:
         check(any(s[TID] == t for s in in_shared), "thread %d never sampled in the shared array" % t)
+
+
+def scenario_fork(args, d):
+    out, parts = run(args, d, ["fork", os.path.join(d, "child.bin")], nparts=2)
+    pids = {w.split()[0]: int(w.split()[1]) for w in out.splitlines() if w.split()[0] in ("child", "parent")}
+    check(set(pids) == {"child", "parent"} and set(parts) == set(pids.values()), "pids %s parts %s" % (pids, list(parts)))
+    for who, pid in pids.items():
+        samples = parts[pid][1]
+        common(samples)
+        bad = [s for s in samples if s[TID] != pid]
+        check(not bad, "%s %d: %d samples of another thread, e.g. %s" % (who, pid, len(bad), bad[:2]))
 
 
 def scenario_segv(args, d):

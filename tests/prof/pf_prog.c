@@ -9,6 +9,7 @@
  *               byte must match, no call may fail (EFAULT)
  *   write FILE  write a tracked array with write(2), fwrite, writev; the file must match
  *   threads     4 threads write their own array and read a shared one; sums checked
+ *   fork FILE   parent and child both sample after fork; the child writes its array to FILE
  *   segv        the program's own SIGSEGV handler catches NULL dereferences via
  *               sigsetjmp while the sampler faults the program's arrays
  */
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -313,6 +315,47 @@ static int scenario_segv(void)
 	return 0;
 }
 
+/* Both sides of a fork keep sampling (the child restarts the sampler thread) and keep their data. */
+static int scenario_fork(const char *path)
+{
+	size_t n = 4 * MB / sizeof(uint64_t);
+	uint64_t *a = malloc(n * sizeof *a);
+	if (!a)
+		return fail("malloc");
+	for (size_t i = 0; i < n; i++)
+		a[i] = i;
+	pid_t pid = fork();
+	if (pid < 0)
+		return fail("fork");
+	uint64_t mul = pid == 0 ? 3 : 5;
+	double end = now_s() + 1.0;
+	for (uint64_t it = 1; now_s() < end; it++) {
+		for (size_t i = 0; i < n; i++)
+			a[i] = i * mul + it;
+		for (size_t i = 0; i < n; i += 61)
+			if (a[i] != i * mul + it) {
+				fprintf(stderr, "pf_prog: fork: %s: bad data\n", pid ? "parent" : "child");
+				return 1;
+			}
+	}
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, a, n * sizeof *a) != (ssize_t)(n * sizeof *a))
+			return fail("child write");
+		close(fd);
+		printf("child %ld\n", (long)getpid());
+		return 0;
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "pf_prog: fork: child status %d\n", st);
+		return 1;
+	}
+	printf("parent %ld\n", (long)getpid());
+	free(a);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -324,6 +367,8 @@ int main(int argc, char **argv)
 		return scenario_write(argv[2]);
 	if (!strcmp(argv[1], "threads"))
 		return scenario_threads();
+	if (!strcmp(argv[1], "fork") && argc > 2)
+		return scenario_fork(argv[2]);
 	if (!strcmp(argv[1], "segv"))
 		return scenario_segv();
 	return 2;
