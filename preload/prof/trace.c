@@ -47,6 +47,7 @@
 #define CACHE_PROBE 8
 #define REFRESH_NS 250000000ull
 #define REFRESH_CHECK 1024 /* slow paths between two looks at the clock, per thread */
+#define TK_WAYS 4          /* tracked spans remembered per thread: a triad walks three arrays */
 
 enum { LD = 0, ST = 1 };
 
@@ -64,10 +65,10 @@ struct slot {
 	uint64_t queries;     /* move_pages calls */
 	uint64_t cache_miss;
 	uint64_t first_touch;
-	uintptr_t tk_lo, tk_hi; /* the last span asked of the registry, its answer, when */
-	uint64_t tk_gen;
+	struct { uintptr_t lo, hi; int hit; } tk[TK_WAYS]; /* the last spans asked of the registry */
+	uint64_t tk_gen;  /* ... valid while the tracked set and the epoch are these */
 	uint32_t tk_epoch;
-	int tk_hit;
+	uint32_t tk_next; /* the way replaced next */
 	_Atomic int pending_state; /* 0 none, 1 waiting, 2 being emitted */
 	uint32_t pad;
 	struct nk__nkp_sample pending;
@@ -100,9 +101,11 @@ static __thread struct slot tls_overflow __attribute__((tls_model("initial-exec"
 
 enum { NODE_MISS = -2, NODE_UNTOUCHED = -3, NODE_ZERO = -4 };
 
+static unsigned page_shift = 12; /* log2(nkp.page_size), set by nkp_trace_start */
+
 static inline uint64_t page_number(uintptr_t addr)
 {
-	return (uint64_t)addr / (uint64_t)nkp.page_size;
+	return (uint64_t)addr >> page_shift;
 }
 
 static inline size_t cache_index(uint64_t pn)
@@ -270,24 +273,31 @@ static int tracked(struct slot *s, uintptr_t addr, uintptr_t page)
 {
 	uint64_t gen = nkp_tracked_generation ? nkp_tracked_generation() : 0;
 	uint32_t ep = atomic_load_explicit(&tr_epoch, memory_order_relaxed);
+	uintptr_t lo = 0, hi = 0;
+	int hit;
 
-	if (addr >= s->tk_lo && addr < s->tk_hi && gen == s->tk_gen && ep == s->tk_epoch)
-		return s->tk_hit;
+	if (gen != s->tk_gen || ep != s->tk_epoch) {
+		memset(s->tk, 0, sizeof s->tk);
+		s->tk_gen = gen;
+		s->tk_epoch = ep;
+	}
+	for (int k = 0; k < TK_WAYS; k++)
+		if (addr >= s->tk[k].lo && addr < s->tk[k].hi)
+			return s->tk[k].hit;
 	if (nkp_tracked_span) {
-		uintptr_t lo = 0, hi = 0;
-		s->tk_hit = nkp_tracked_span(addr, &lo, &hi);
+		hit = nkp_tracked_span(addr, &lo, &hi);
 		if (lo > addr || hi <= addr) /* a bad span: remember nothing */
 			lo = hi = 0;
-		s->tk_lo = lo;
-		s->tk_hi = hi;
 	} else {
-		s->tk_hit = nkp_tracked_contains(page);
-		s->tk_lo = page;
-		s->tk_hi = page + (uintptr_t)nkp.page_size;
+		hit = nkp_tracked_contains(page);
+		lo = page;
+		hi = page + (uintptr_t)nkp.page_size;
 	}
-	s->tk_gen = gen;
-	s->tk_epoch = ep;
-	return s->tk_hit;
+	unsigned k = s->tk_next++ % TK_WAYS;
+	s->tk[k].lo = lo;
+	s->tk[k].hi = hi;
+	s->tk[k].hit = hit;
+	return hit;
 }
 
 static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
@@ -426,6 +436,9 @@ void nkp_trace_start(void)
 
 	if (!nkp.active || nkp.page_size <= 0)
 		return;
+	if (nkp.page_size & (nkp.page_size - 1))
+		return; /* not a power of two: no Linux page size */
+	page_shift = (unsigned)__builtin_ctz((unsigned)nkp.page_size);
 	tr_period = r >= 1.0 && r < 4e9 ? (uint64_t)(r + 0.5) : 1;
 	atomic_store(&tr_next_refresh, nkp_now() + REFRESH_NS);
 	atomic_store(&tr_ran, 1);
