@@ -1083,12 +1083,25 @@ NKP_EXPORT void exit(int status)
 	__builtin_unreachable();
 }
 
+/* _exit is AS-safe and often called from signal handlers and fork children: no MAPS (it allocates), the
+ * writer lock only tried, and exit_group directly as glibc's _exit does (no dlsym). */
 NKP_EXPORT void _exit(int status)
 {
-	REAL(exit_fn, _exit);
-	close_part("exit", status & 0xff, 0);
-	real__exit(status);
-	__builtin_unreachable();
+	if (nkp.active && mine() && !atomic_load(&closed)) {
+		if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
+			nkp_trace_stop();
+		if (wr_trylock_signal()) {
+			if (!atomic_exchange(&closed, 1)) {
+				ring_drain();
+				write_end_locked("exit", status & 0xff, 0);
+				close(wr.fd);
+				wr.fd = -1;
+			}
+			wr_unlock();
+		}
+	}
+	for (;;)
+		syscall(SYS_exit_group, status);
 }
 
 NKP_EXPORT void _Exit(int status)

@@ -201,6 +201,10 @@ def t_exit(args, d):
     single(args, d, [args.prog, "exit"], "exit", status=3)
 
 
+def t__exit_handler(args, d):
+    single(args, d, [args.prog, "_exit_handler"], "exit", status=5)
+
+
 def t_return(args, d):
     single(args, d, [args.prog, "return"], "exit", status=7)
 

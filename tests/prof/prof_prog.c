@@ -50,6 +50,12 @@ static void on_segv(int sig)
 	siglongjmp(jb, 1);
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+	_exit(5);
+}
+
 static int segv_once(void)
 {
 	handled = 0;
@@ -151,6 +157,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(m, "exit"))
 		exit(3);
+	if (!strcmp(m, "_exit_handler")) {
+		/* _exit from a signal handler (AS-safe path): END how=exit with its status. */
+		signal(SIGUSR1, on_usr1);
+		raise(SIGUSR1);
+		return 1;
+	}
 	if (!strcmp(m, "return"))
 		return 7;
 	if (!strcmp(m, "abort"))
