@@ -81,7 +81,7 @@ uint64_t nkp_now(void)
 uint32_t nkp_tid(void)
 {
 	if (!my_tid)
-		my_tid = (uint32_t)syscall(SYS_gettid);
+		my_tid = (uint32_t)gettid();
 	return my_tid;
 }
 
@@ -1083,8 +1083,10 @@ NKP_EXPORT void exit(int status)
 	__builtin_unreachable();
 }
 
+static void (*real_exit_now)(int); /* libc's _exit, resolved by the constructor */
+
 /* _exit is AS-safe and often called from signal handlers and fork children: no MAPS (it allocates), the
- * writer lock only tried, and exit_group directly as glibc's _exit does (no dlsym). */
+ * writer lock only tried, and libc's _exit resolved beforehand (no dlsym here). */
 NKP_EXPORT void _exit(int status)
 {
 	if (nkp.active && mine() && !atomic_load(&closed)) {
@@ -1100,8 +1102,10 @@ NKP_EXPORT void _exit(int status)
 			wr_unlock();
 		}
 	}
+	if (real_exit_now)
+		real_exit_now(status);
 	for (;;)
-		syscall(SYS_exit_group, status);
+		syscall(SYS_exit_group, status); /* only if dlsym found no _exit */
 }
 
 NKP_EXPORT void _Exit(int status)
@@ -1314,6 +1318,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 
 __attribute__((constructor(101))) static void nkp_init(void)
 {
+	real_exit_now = (void (*)(int))real("_exit"); /* here: dlsym is not AS-safe, _exit is */
 	const char *dir = getenv("NK_PROF_DIR");
 	if (!dir || !*dir || strlen(dir) >= sizeof part_dir - 32)
 		return;
