@@ -16,9 +16,12 @@
  * recvfrom, recvmsg, recvmmsg, write, pwrite(64), writev, pwritev(64),
  * pwritev2, send, sendto, sendmsg, sendmmsg, fread(_unlocked), fwrite(_unlocked),
  * vmsplice, the _FORTIFY_SOURCE forms __read_chk, __pread(64)_chk,
- * __recv_chk, __recvfrom_chk, __fread_chk, __fread_unlocked_chk, and
- * setvbuf (a caller-supplied stdio buffer is held for good: libc reads
- * into it inside the library, where no call can be wrapped).
+ * __recv_chk, __recvfrom_chk, __fread_chk, __fread_unlocked_chk.  Excluded
+ * from sampling for good (nkp_pf_exclude): a caller-supplied stdio buffer
+ * (setvbuf: libc reads into it inside the library, where no call can be
+ * wrapped) and stacks the program allocates (sigaltstack,
+ * pthread_attr_setstack, setcontext, swapcontext: the kernel pushes signal
+ * frames there and cannot into a revoked page).
  *
  * Not wrapped, on purpose: fgets, getline, getc & co. copy out of the FILE
  * buffer in user space (ordinary faults work) - only fread/fwrite of large
@@ -35,11 +38,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "prof.h"
@@ -284,13 +290,61 @@ NKP_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 }
 
 /* A buffer the program gives stdio: libc reads and writes it with system calls from inside, for the life
- * of the FILE.  Held for good (one hold slot each; the sampler never revokes it). */
+ * of the FILE.  Excluded for good (nkp_pf_exclude). */
 NKP_API int setvbuf(FILE *f, char *buf, int mode, size_t size)
 {
 	REAL(__typeof__(setvbuf), setvbuf, EOF);
-	if (buf && mode != _IONBF)
-		(void)io_begin1(buf, size, NK__ACC_UNKNOWN);
+	if (buf && mode != _IONBF && size)
+		nkp_pf_exclude((uintptr_t)buf, (uintptr_t)buf + size);
 	return real_(f, buf, mode, size);
+}
+
+/*
+ * Stacks in memory the program allocated (and alloc.c may track): the kernel writes signal frames there
+ * itself and cannot when the page is revoked (the process dies).  Excluded for good, as they are given.
+ */
+#define IO_MAX_STACK ((size_t)1 << 30) /* larger "stacks" are garbage in a ucontext_t: ignored */
+
+static void io_exclude_stack(const void *sp, size_t size)
+{
+	if (sp && size && size <= IO_MAX_STACK)
+		nkp_pf_exclude((uintptr_t)sp, (uintptr_t)sp + size);
+}
+
+NKP_API int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	REAL(__typeof__(sigaltstack), sigaltstack, -1);
+	if (ss && !(ss->ss_flags & SS_DISABLE))
+		io_exclude_stack(ss->ss_sp, ss->ss_size);
+	return real_(ss, old);
+}
+
+NKP_API int pthread_attr_setstack(pthread_attr_t *attr, void *addr, size_t size)
+{
+	/* pthread functions return the error number; ENOSYS when libc lacks it. */
+	static void *slot;
+	__typeof__(pthread_attr_setstack) *real = (__typeof__(pthread_attr_setstack) *)io_real(&slot, "pthread_attr_setstack");
+	if (!real)
+		return ENOSYS;
+	io_exclude_stack(addr, size);
+	return real(attr, addr, size);
+}
+
+/* Coroutines (makecontext is variadic and cannot be forwarded: the stack is caught when switched to). */
+NKP_API int setcontext(const ucontext_t *ucp)
+{
+	REAL(__typeof__(setcontext), setcontext, -1);
+	if (ucp)
+		io_exclude_stack(ucp->uc_stack.ss_sp, ucp->uc_stack.ss_size);
+	return real_(ucp);
+}
+
+NKP_API int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	REAL(__typeof__(swapcontext), swapcontext, -1);
+	if (ucp)
+		io_exclude_stack(ucp->uc_stack.ss_sp, ucp->uc_stack.ss_size);
+	return real_(oucp, ucp);
 }
 
 /* _FORTIFY_SOURCE: the compiler calls these when it knows the buffer size. */

@@ -79,9 +79,13 @@
  *    kernel copies), another process reading our memory (process_vm_readv,
  *    ptrace, /proc/PID/mem).  futex(2) on a revoked page returns EFAULT;
  *    glibc then touches the word and retries, so locks keep working.
- *  - A sigaltstack or a thread stack inside tracked memory that gets
- *    revoked kills the process when a signal arrives (the kernel cannot
- *    push the frame).  alloc.c must not track memory that is not plain RW
+ *  - A sigaltstack or a thread stack inside tracked memory that got
+ *    revoked would kill the process when a signal arrives (the kernel cannot
+ *    push the frame): io.c excludes the stacks given to sigaltstack,
+ *    pthread_attr_setstack, setcontext and swapcontext (nkp_pf_exclude, at
+ *    most PF_EXCL distinct ranges, then the sampler stops revoking); stacks
+ *    switched to by other means (boost.context and similar assembly) are not
+ *    known.  alloc.c must not track memory that is not plain RW
  *    anonymous/heap memory: we give back PROT_READ|PROT_WRITE.
  *  - A fault inside a signal handler that interrupted our own handler on
  *    the same thread (SIGSEGV is blocked there) kills the process.
@@ -166,6 +170,15 @@ static struct {
 	_Atomic uintptr_t end;
 } pf_hold[PF_HOLDS];
 static atomic_int pf_hold_overflow; /* I/O calls in flight that found no hold slot: sampler pauses */
+
+/* Ranges never to revoke (stacks the kernel pushes signal frames on, stdio buffers): append only. */
+#define PF_EXCL 1024u
+static struct {
+	_Atomic uintptr_t start;
+	_Atomic uintptr_t end;
+} pf_excl[PF_EXCL];
+static atomic_uint pf_n_excl;
+static atomic_int pf_excl_full; /* more ranges than PF_EXCL: the sampler stops revoking */
 
 /* Recently forgotten ranges, written under pf_lock. */
 static struct {
@@ -260,7 +273,9 @@ static int pf_insert(uintptr_t page, int node, uint8_t flags, uint8_t random, ui
 	pf_meta[free_slot] = (struct pf_meta){ .armed_ns = now, .node = (int16_t)node, .flags = flags, .random = random };
 	/* Only inserters (serialised by pf_lock) move a key away from 0. */
 	atomic_store_explicit(&pf_key[free_slot], page | PF_ARMING, memory_order_seq_cst);
-	atomic_fetch_add_explicit(&pf_out, 1, memory_order_relaxed);
+	/* seq_cst: a hold or an exclusion published before this is seen by pf_arm_run; one published after
+	 * sees pf_out > 0 and looks for the key (pf_release_range). */
+	atomic_fetch_add_explicit(&pf_out, 1, memory_order_seq_cst);
 	return free_slot;
 }
 
@@ -563,6 +578,43 @@ static int pf_held(uintptr_t s, uintptr_t e)
 	return 0;
 }
 
+/* 1 when [s, e) intersects an excluded range (or we cannot tell). */
+static int pf_excluded(uintptr_t s, uintptr_t e)
+{
+	if (atomic_load_explicit(&pf_excl_full, memory_order_seq_cst))
+		return 1;
+	unsigned n = atomic_load_explicit(&pf_n_excl, memory_order_seq_cst);
+	for (unsigned i = 0; i < n && i < PF_EXCL; i++) {
+		uintptr_t xs = atomic_load_explicit(&pf_excl[i].start, memory_order_seq_cst);
+		uintptr_t xe = atomic_load_explicit(&pf_excl[i].end, memory_order_seq_cst);
+		if (xs && xs < e && s < xe)
+			return 1;
+	}
+	return 0;
+}
+
+void nkp_pf_exclude(uintptr_t start, uintptr_t end)
+{
+	if (!start || end <= start)
+		return;
+	start &= ~(pf_ps - 1);
+	/* Stacks are often handed out again (thread pools, coroutine pools): one entry per range. */
+	unsigned n = atomic_load_explicit(&pf_n_excl, memory_order_seq_cst);
+	for (unsigned i = 0; i < n && i < PF_EXCL; i++)
+		if (atomic_load_explicit(&pf_excl[i].start, memory_order_relaxed) == start &&
+		    atomic_load_explicit(&pf_excl[i].end, memory_order_relaxed) == end)
+			return;
+	unsigned i = atomic_fetch_add_explicit(&pf_n_excl, 1, memory_order_seq_cst);
+	if (i >= PF_EXCL) {
+		atomic_store_explicit(&pf_excl_full, 1, memory_order_seq_cst);
+	} else {
+		atomic_store_explicit(&pf_excl[i].end, end, memory_order_seq_cst);
+		atomic_store_explicit(&pf_excl[i].start, start, memory_order_seq_cst);
+	}
+	if (atomic_load_explicit(&pf_started, memory_order_acquire))
+		pf_release_range(start, end, 0, NK__ACC_UNKNOWN);
+}
+
 void nkp_pf_forget(uintptr_t addr, size_t len)
 {
 	uintptr_t e = addr + len < addr ? UINTPTR_MAX : addr + len;
@@ -620,7 +672,7 @@ static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8
 			break;
 	}
 	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
-	if (k < n || pf_held(start, end) || nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+	if (k < n || pf_held(start, end) || pf_excluded(start, end) || nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
 		for (unsigned i = 0; i < k; i++)
 			pf_clear(slots[i]);
 		return 0;

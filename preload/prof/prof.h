@@ -161,6 +161,8 @@ void nkp_pf_after_fork(void);
 int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access);
 /** The call of nkp_pf_io_begin's @p token returned.  AS-safe. */
 void nkp_pf_io_end(int token);
+/** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
+void nkp_pf_exclude(uintptr_t start, uintptr_t end);
 /** Optional (runtime.c calls it only when defined): pages of [addr, addr+len) may have moved (nk_apply). */
 void nkp_pf_moved(uintptr_t addr, size_t len);
 

@@ -128,6 +128,11 @@ def scenario_fork(args, d):
         check(not bad, "%s %d: %d samples of another thread, e.g. %s" % (who, pid, len(bad), bad[:2]))
 
 
+def scenario_altstack(args, d):
+    out, part, samples = run(args, d, ["altstack"])
+    check("signals" in out, "program output: %r" % out)
+
+
 def scenario_segv(args, d):
     out, part, samples = run(args, d, ["segv"])
     check("caught" in out and int(out.split("caught ")[1].split()[0]) > 0, "program output: %r" % out)

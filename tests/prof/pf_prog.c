@@ -10,6 +10,7 @@
  *   write FILE  write a tracked array with write(2), fwrite, writev; the file must match
  *   threads     4 threads write their own array and read a shared one; sums checked
  *   fork FILE   parent and child both sample after fork; the child writes its array to FILE
+ *   altstack    signals delivered on a malloc'ed alternate stack while it could be sampled
  *   segv        the program's own SIGSEGV handler catches NULL dereferences via
  *               sigsetjmp while the sampler faults the program's arrays
  */
@@ -356,6 +357,50 @@ static int scenario_fork(const char *path)
 	return 0;
 }
 
+/* Signals delivered on a malloc'ed (tracked) alternate stack while the sampler runs: the kernel pushes the
+ * frames itself and would kill the process if the page were revoked. */
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig)
+{
+	volatile char scratch[2048];
+	(void)sig;
+	for (size_t i = 0; i < sizeof scratch; i += 64)
+		scratch[i] = (char)i;
+	usr1++;
+}
+
+static int scenario_altstack(void)
+{
+	size_t size = 256 * 1024;
+	stack_t ss = { .ss_sp = malloc(size), .ss_size = size, .ss_flags = 0 };
+	struct sigaction sa;
+
+	if (!ss.ss_sp || sigaltstack(&ss, NULL))
+		return fail("sigaltstack");
+	memset(ss.ss_sp, 0, size);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return fail("sigaction");
+	int sent = 0;
+	double end = now_s() + 1.0;
+	while (now_s() < end) {
+		raise(SIGUSR1);
+		sent++;
+		struct timespec ts = { 0, 200 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (usr1 != sent) {
+		fprintf(stderr, "pf_prog: altstack: %d of %d signals handled\n", (int)usr1, sent);
+		return 1;
+	}
+	printf("signals %d\n", sent);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -369,6 +414,8 @@ int main(int argc, char **argv)
 		return scenario_threads();
 	if (!strcmp(argv[1], "fork") && argc > 2)
 		return scenario_fork(argv[2]);
+	if (!strcmp(argv[1], "altstack"))
+		return scenario_altstack();
 	if (!strcmp(argv[1], "segv"))
 		return scenario_segv();
 	return 2;

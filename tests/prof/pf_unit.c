@@ -173,6 +173,15 @@ static void test_fault_path(void)
 	CHECK(!pf_held(page_of(m, 10), page_of(m, 11)));
 	CHECK(pf_arm_run(page_of(m, 10), 1, &status[10], 1, now) == 1);
 
+	/* Exclusion: given back at once, never armed again. */
+	CHECK(pf_arm_run(page_of(m, 12), 2, &status[12], 1, now) == 2);
+	nkp_pf_exclude(page_of(m, 13), page_of(m, 14));
+	CHECK(pf_find(page_of(m, 13)) < 0 && pf_find(page_of(m, 12)) >= 0);
+	CHECK(pf_arm_run(page_of(m, 13), 1, &status[13], 1, now) == 0);
+	CHECK(pf_arm_run(page_of(m, 14), 1, &status[14], 1, now) == 1);
+	nkp_pf_exclude(page_of(m, 13), page_of(m, 14)); /* once per range */
+	CHECK(atomic_load(&pf_n_excl) == 1);
+
 	/* Forget: gives back without a sample and stops the sampler's picks from before. */
 	uint64_t gen = pf_forget_gen;
 	before = atomic_load(&n_got);
