@@ -205,6 +205,18 @@ def t__exit_handler(args, d):
     single(args, d, [args.prog, "_exit_handler"], "exit", status=5)
 
 
+def t_stress(args, d):
+    # 4 threads allocating and freeing tracked blocks at once: every ALLOC has one FREE, ids unique.
+    _, part = single(args, d, [args.prog, "stress"], "exit", status=0)
+    allocs = [a for a in recs(part, "ALLOC") if a["kind"] != KIND["STATIC"]]
+    frees = recs(part, "FREE")
+    check(len(allocs) == 4 * (300 + 6), "%d ALLOC records" % len(allocs))
+    ids = [a["id"] for a in allocs]
+    check(len(set(ids)) == len(ids), "duplicate ALLOC ids")
+    check(sorted(f["id"] for f in frees) == sorted(ids), "FREE ids do not match ALLOC ids")
+    check(len({a["tid"] for a in allocs}) == 4, "allocating threads")
+
+
 def t_return(args, d):
     single(args, d, [args.prog, "return"], "exit", status=7)
 

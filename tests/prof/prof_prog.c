@@ -27,6 +27,23 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void *churn(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 300; i++) {
+		void *volatile p = malloc(1 << 17);
+		void *volatile q = malloc(64);
+		free(p);
+		free(q);
+		if (i % 50 == 0) {
+			void *m = mmap(NULL, 1 << 17, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m != MAP_FAILED)
+				munmap(m, 1 << 17);
+		}
+	}
+	return NULL;
+}
+
 __attribute__((noinline)) static void *alloc_here(size_t n)
 {
 	void *p = malloc(n);
@@ -71,6 +88,15 @@ int main(int argc, char **argv)
 		pthread_t t[4];
 		for (int i = 0; i < 4; i++)
 			if (pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)))
+				return 2;
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		return 0;
+	}
+	if (!strcmp(m, "stress")) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, churn, NULL))
 				return 2;
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], NULL);
