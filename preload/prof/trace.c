@@ -47,6 +47,7 @@
 #define CACHE_PROBE 8
 #define REFRESH_NS 250000000ull
 #define REFRESH_CHECK 1024 /* slow paths between two looks at the clock, per thread */
+#define CLOCK_EVERY 8      /* samples that may share one clock reading */
 #define TK_WAYS 4          /* tracked spans remembered per thread: a triad walks three arrays */
 
 enum { LD = 0, ST = 1 };
@@ -69,6 +70,10 @@ struct slot {
 	uint64_t tk_gen;  /* ... valid while the tracked set and the epoch are these */
 	uint32_t tk_epoch;
 	uint32_t tk_next; /* the way replaced next */
+	uint64_t clock_ns; /* time of the last samples (the clock is slow in VMs) ... */
+	uint64_t clock_gen; /* ... read again after CLOCK_EVERY samples or when the tracked set or phase changed */
+	uint32_t clock_left;
+	uint16_t clock_phase;
 	_Atomic int pending_state; /* 0 none, 1 waiting, 2 being emitted */
 	uint32_t pad;
 	struct nk__nkp_sample pending;
@@ -310,8 +315,18 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 		s->outside++;
 		return;
 	}
+	uint16_t phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed);
+	/* A block freed and another allocated at its address change the
+	 * generation: a sample never carries a time from before such a change. */
+	if (!s->clock_left || s->clock_gen != s->tk_gen || s->clock_phase != phase) {
+		s->clock_ns = nkp_now();
+		s->clock_gen = s->tk_gen;
+		s->clock_phase = phase;
+		s->clock_left = CLOCK_EVERY;
+	}
+	s->clock_left--;
 	struct nk__nkp_sample smp = {
-		.time_ns = nkp_now(),
+		.time_ns = s->clock_ns,
 		.addr = addr,
 		.ip = ip,
 		.tid = s->tid,
@@ -319,7 +334,7 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 		.cpu = -1,
 		.cpu_node = -1,
 		.page_node = -1,
-		.phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed),
+		.phase = phase,
 		.access = kind == ST ? NK__ACC_WRITE : NK__ACC_READ,
 		.sampler = NK__SAMPLER_TRACE,
 	};
@@ -386,6 +401,8 @@ static inline __attribute__((always_inline)) void on_access(const void *p, int k
 		s->n[kind]++;
 		if (__builtin_expect(--s->left != 0, 1))
 			return;
+	} else if (!atomic_load_explicit(&tr_on, memory_order_relaxed)) {
+		return; /* inactive runtime, or not recording */
 	}
 	slow_path(s, (uintptr_t)p, kind, ip);
 }
