@@ -7,7 +7,10 @@
  *               the sample ring and its flusher thread, threads
  *               (pthread_create wrapper), fork/exec, exit and fatal signals,
  *               the signal interposers (sigaction/signal) and the SIGSEGV
- *               dispatcher, the public nk_profile_* hooks.
+ *               dispatcher, the public nk_profile_* hooks.  It owns the
+ *               fatal signals: a sigaction()/signal() call from inside the
+ *               .so goes through its interposer and is recorded as the
+ *               program's handler, so the other files install none.
  *   alloc.c     malloc family / mmap / munmap / mremap interposers,
  *               allocation sites (call stacks), the tracked-range registry,
  *               static segments of loaded objects.
@@ -25,7 +28,9 @@
  *
  * Environment (set by `numakit profile`; without NK_PROF_DIR the runtime
  * stays inactive and every interposer just forwards):
- *   NK_PROF_DIR       folder for part files: <dir>/<pid>.part
+ *   NK_PROF_DIR       folder for part files: <dir>/<pid>.part; an image that
+ *                     exec replaced keeps the pid, so the new image writes
+ *                     <dir>/<pid>.<n>.part (n = 1, 2, ...: first free name)
  *   NK_PROF_SAMPLER   pagefault | trace | none (hw: none here)
  *   NK_PROF_RATE      pagefault: target samples per second per process
  *                     (default 1000); trace: record one access in RATE
