@@ -174,9 +174,12 @@ void nkp_pf_moved(uintptr_t addr, size_t len);
 /* ---- trace.c ----
  * runtime.c calls: nkp_trace_start() when NK_PROF_SAMPLER=trace, after the
  * part is open; nkp_trace_stop() before END; nkp_trace_moved() from
- * nkp_hook_moved(); nkp_trace_after_fork() in the child (after the new part
- * is open); nkp_trace_end_json() to add its member to the END JSON (give it
- * a static buffer: about 60 bytes per thread, 16 KiB lists ~250 threads). */
+ * nkp_hook_moved() and (alloc.c, next to nkp_pf_forget) when tracked memory
+ * is freed or unmapped, so that a block later mapped at the same address
+ * gets its first touches flagged; nkp_trace_after_fork() in the child (after
+ * the new part is open); nkp_trace_end_json() to add its member to the END
+ * JSON (give it a static buffer: about 60 bytes per thread, 16 KiB lists
+ * ~250 threads). */
 /** Sampler TRACE: begin recording (after nkp is set up; threads join lazily on their first access). */
 void nkp_trace_start(void);
 /**
