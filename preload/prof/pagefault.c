@@ -71,7 +71,7 @@
  *    libnumakit; this runtime is a front end like preload/nt_io.c and calls
  *    syscall(SYS_move_pages) itself.
  *
- * Limitations (documented for users in docs/profile.md):
+ * Limitations (to be carried into the user documentation of `numakit profile`):
  *  - Accesses the kernel makes without a wrapper see EFAULT: system calls
  *    not wrapped by io.c (ioctl, getdents, stat buffers, ...), O_DIRECT or
  *    asynchronous I/O done by the kernel later (io_uring, aio: the buffer is
@@ -129,7 +129,7 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #define PF_FORGETS 64u            /* ring of recently forgotten ranges */
 #define PF_OWN 8                  /* writable segments of this object (never revoked) */
 #define PF_MAX_OVERHEAD 0.05      /* fraction of wall time the sampler may cost */
-#define PF_FAULT_NS 3000u         /* kernel cost of one fault (trap, signal frame), added to the measured */
+#define PF_FAULT_NS 5000u         /* kernel cost of one fault (trap, signal frame, sigreturn, TLB refill), added */
 #define PF_EXPIRE_NS 1000000000ull
 #define PF_NEW_BLOCK_PAGES 4u
 
@@ -989,6 +989,12 @@ void nkp_pf_after_fork(void)
 	/* Parked samples are the parent's: it emits them into its own part. */
 	for (unsigned i = 0; i < PF_PENDING; i++)
 		atomic_store(&pf_pending[i].state, PN_FREE);
+	/* The child's part counts from zero. */
+	atomic_store(&pf_faults, 0);
+	atomic_store(&pf_io_pages, 0);
+	atomic_store(&pf_expired, 0);
+	atomic_store(&pf_lost, 0);
+	atomic_store(&pf_cost_ns, 0);
 	pf_thread_live = 0;
 	atomic_store(&pf_running, 0);
 	pf_rng ^= (uint64_t)getpid() << 17;
@@ -1003,4 +1009,50 @@ void nkp_pf_moved(uintptr_t addr, size_t len)
 	 * pick pages there again, with a fresh query). */
 	if (len && atomic_load_explicit(&pf_started, memory_order_acquire))
 		pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+}
+
+/* ------------------------------------------------------------ END counters */
+
+static void pf_put(char *buf, size_t cap, size_t *n, const char *t)
+{
+	while (*t && *n + 1 < cap)
+		buf[(*n)++] = *t++;
+}
+
+static void pf_put_kv(char *buf, size_t cap, size_t *n, const char *k, uint64_t v, int first)
+{
+	char d[24];
+	int i = 0;
+
+	if (!first)
+		pf_put(buf, cap, n, ", ");
+	pf_put(buf, cap, n, "\"");
+	pf_put(buf, cap, n, k);
+	pf_put(buf, cap, n, "\": ");
+	do
+		d[i++] = (char)('0' + v % 10);
+	while ((v /= 10) && i < 23);
+	while (i && *n + 1 < cap)
+		buf[(*n)++] = d[--i];
+}
+
+size_t nkp_pf_end_json(char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	if (!buf || cap < 256 || !atomic_load(&pf_started))
+		return 0;
+	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	pf_put(buf, cap, &n, ", \"pagefault\": {");
+	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	pf_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
+	pf_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
+	pf_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
+	pf_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
+	pf_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
+	pf_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
+	pf_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
+	pf_put(buf, cap, &n, "}");
+	buf[n] = 0;
+	return n;
 }

@@ -168,6 +168,12 @@ int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access);
 void nkp_pf_io_end(int token);
 /** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
 void nkp_pf_exclude(uintptr_t start, uintptr_t end);
+/**
+ * The pagefault sampler's END counters as JSON members, `"faults": N, "pagefault": {...}` (no leading
+ * comma), into @p buf; returns their length, 0 when the sampler did not run or @p cap < 256.  runtime.c
+ * adds them to END as it does nkp_trace_end_json (weak: optional).  AS-safe.
+ */
+size_t nkp_pf_end_json(char *buf, size_t cap);
 /** Optional (runtime.c calls it only when defined): pages of [addr, addr+len) may have moved (nk_apply). */
 void nkp_pf_moved(uintptr_t addr, size_t len);
 

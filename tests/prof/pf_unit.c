@@ -290,6 +290,12 @@ int main(void)
 	test_table();
 	test_fault_path();
 	test_sampler_thread();
+	char js[512];
+	size_t jn = nkp_pf_end_json(js, sizeof js);
+	CHECK(jn > 0 && jn == strlen(js) && !strncmp(js, "\"faults\": ", 10) && strstr(js, "\"pagefault\": {") &&
+	      js[jn - 1] == '}');
+	CHECK(nkp_pf_end_json(js, 100) == 0);
+	fprintf(stderr, "pf_unit: %s\n", js);
 	if (failures)
 		fprintf(stderr, "pf_unit: %d checks failed\n", failures);
 	else
