@@ -19,7 +19,7 @@ add_custom_command(OUTPUT ${_trace_prog}
   VERBATIM)
 add_custom_target(trace_prog_build ALL DEPENDS ${_trace_prog})
 
-foreach(m IN ITEMS exact rate7 roi off)
+foreach(m IN ITEMS exact rate7 roi off fork)
   add_test(NAME unit.prof.trace.${m}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.py ${_trace_prog}
       $<TARGET_FILE:numakit_prof> ${m})

@@ -6,6 +6,7 @@ Usage: trace_check.py PROG RUNTIME_SO MODE
   MODE rate7   NK_PROF_RATE=7: about one in 7, weight 7
   MODE roi     NK_PROF_ROI=1 and no nk_profile_start(): no sample at all
   MODE off     NK_PROF_SAMPLER=none: the callbacks stay inactive, no sample
+  MODE fork    as exact in the parent; the forked child's part has its NA/2 loads of A, its own counters
 
 The accesses the program makes are known by construction (see trace_prog.c); which of them are in
 tracked memory is decided from the part's own ALLOC/FREE records: byte by byte when the runtime has
@@ -39,12 +40,12 @@ def has_symbol(so, name):
     return any(line.split()[-1] == name and line.split()[-2] in ("T", "t") for line in out.splitlines() if line.split())
 
 
-def run(prog, env_extra):
+def run(prog, env_extra, args=()):
     with tempfile.TemporaryDirectory(prefix="nk-trace-") as d:
         env = dict(os.environ, NK_PROF_DIR=d, NK_PROF_SAMPLER="trace", NK_PROF_SEED="12345")
         env.update(env_extra)
         env.pop("LD_PRELOAD", None)
-        p = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=120)
+        p = subprocess.run([prog, *args], env=env, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             print(p.stdout, p.stderr)
             sys.exit("FAIL: the program exited with %d" % p.returncode)
@@ -52,17 +53,39 @@ def run(prog, env_extra):
         for line in p.stdout.splitlines():
             k, *v = line.split()
             out[k] = [int(x) for x in v]
-        parts = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".part")]
-        if len(parts) != 1:
-            sys.exit("FAIL: expected one part file, found %s" % parts)
-        return out, partdump.parse(parts[0])
+        parts = {int(f.split(".")[0]): partdump.parse(os.path.join(d, f)) for f in os.listdir(d)
+                 if f.endswith(".part")}
+        if len(parts) != (2 if "fork" in args else 1):
+            sys.exit("FAIL: expected %d part file(s), found %s" % (2 if "fork" in args else 1, list(parts)))
+        return out, parts
+
+
+def check_child(out, parts, parent_end):
+    pid = out["child"][0]
+    check(pid in parts, "the child's part is there")
+    recs = parts.get(pid, [])
+    samples = [s for n, v in recs if n == "SAMPLES" for s in v]
+    end = [v for n, v in recs if n == "END"]
+    a0, a_bytes = out["A"]
+    in_a = [s for s in samples if a0 <= s[1] < a0 + a_bytes]
+    check(len(in_a) == NA // 2 and all(s[10] == READ and s[3] == pid for s in in_a),
+          "child: %d loads of A by the child (%d samples there)" % (NA // 2, len(in_a)))
+    check(len(samples) == len(in_a), "child: no other sample (%d)" % (len(samples) - len(in_a)))
+    tr = end[0].get("trace") if end else None
+    check(tr is not None, "child: END has the trace counters")
+    if tr and parent_end and "trace" in parent_end:
+        check(NA // 2 <= tr["loads"] < parent_end["trace"]["loads"],
+              "child: its own load count (%d), not the parent's (%d)" % (tr["loads"], parent_end["trace"]["loads"]))
+        check([t["tid"] for t in tr["threads"]] == [pid], "child: one thread, itself: %s" % tr["threads"])
 
 
 def main():
     prog, so, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     env = {"exact": {"NK_PROF_RATE": "1"}, "rate7": {"NK_PROF_RATE": "7"},
-           "roi": {"NK_PROF_ROI": "1"}, "off": {"NK_PROF_SAMPLER": "none"}}[mode]
-    out, recs = run(prog, env)
+           "roi": {"NK_PROF_ROI": "1"}, "off": {"NK_PROF_SAMPLER": "none"}, "fork": {"NK_PROF_RATE": "1"}}[mode]
+    out, parts = run(prog, env, ("fork",) if mode == "fork" else ())
+    parent = [p for p, r in parts.items() if p != out.get("child", [0])[0]]
+    recs = parts[parent[0]]
     samples, allocs, maps, end = [], [], None, None
     for name, v in recs:
         if name == "SAMPLES":
@@ -146,7 +169,7 @@ def main():
     got_a_r = cnt.get(("A", READ, "main"), 0)
     got_a_w = cnt.get(("A", WRITE, "main"), 0)
     got_b = [sum(n for k, n in cnt.items() if k[0] == "B%d" % i) for i in range(2)]
-    if mode == "exact":
+    if mode in ("exact", "fork"):
         check(got_a_r == exp_a, "A loads: %d samples, %d accesses" % (got_a_r, exp_a))
         check(got_a_w == exp_a, "A stores: %d samples, %d accesses" % (got_a_w, exp_a))
         check(got_b == exp_b, "B stores per thread: %s samples, %s accesses" % (got_b, exp_b))
@@ -172,6 +195,8 @@ def main():
         check(tr["recorded"] >= len(samples), "END recorded >= samples")
         tids = {t["tid"] for t in tr["threads"]}
         check(main_tid in tids and len(tids) >= 3, "END lists the main thread and both workers")
+    if mode == "fork":
+        check_child(out, parts, end)
     return finish()
 
 

@@ -7,11 +7,15 @@
  *   main thread:  NA stores to A (static, .bss), then NA loads of A
  *   two threads:  NB / 2 stores each to B (heap, 1 MiB: tracked)
  *
- * It prints "A ADDR BYTES" and "B ADDR BYTES" for the checker.
+ * With the argument "fork", a child then makes NA / 2 loads of A and exits.
+ * It prints "A ADDR BYTES", "B ADDR BYTES" (and "child PID") for the checker.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define NA 1000
 #define NB 3000
@@ -34,7 +38,7 @@ static void *store_b(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	long *b = malloc(B_BYTES);
 	struct job jobs[2];
@@ -58,6 +62,23 @@ int main(void)
 		pthread_join(t[k], NULL);
 	printf("A %lu %lu\nB %lu %lu\nsum %ld\n", (unsigned long)(void *)A, (unsigned long)sizeof A,
 	       (unsigned long)(void *)b, (unsigned long)B_BYTES, sum);
+	if (argc > 1 && !strcmp(argv[1], "fork")) {
+		fflush(stdout);
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			long s2 = 0;
+			for (int i = 0; i < NA / 2; i++)
+				s2 += A[i];
+			exit(s2 == (long)(NA / 2) * (NA / 2 - 1) / 2 ? 0 : 1);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+		printf("child %d\n", (int)pid);
+	}
 	free(b);
 	return sum == (long)NA * (NA - 1) / 2 ? 0 : 1;
 }
