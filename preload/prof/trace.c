@@ -74,7 +74,7 @@ struct slot {
 	uint64_t clock_gen; /* ... read again after CLOCK_EVERY samples or when the tracked set or phase changed */
 	uint32_t clock_left;
 	uint16_t clock_phase;
-	_Atomic int pending_state; /* 0 none, 1 waiting, 2 being emitted */
+	_Atomic int pending_state; /* 0 none, 1 waiting, 2 being emitted, 3 being written */
 	uint32_t pad;
 	struct nk__nkp_sample pending;
 } __attribute__((aligned(64)));
@@ -358,10 +358,15 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 		/* This access may place the page: ask again once it happened.  The
 		 * cache entry is dropped so that the next access asks too.  (A read
 		 * of the zero page places nothing: it stays -1 without a query.) */
+		int none = 0;
 		cache_put(pn, ST_UNKNOWN);
-		s->pending = smp;
-		atomic_store_explicit(&s->pending_state, 1, memory_order_release);
-		return;
+		/* 3 while written: nkp_trace_stop, emitting pendings from another
+		 * thread, takes only complete ones (1). */
+		if (atomic_compare_exchange_strong(&s->pending_state, &none, 3)) {
+			s->pending = smp;
+			atomic_store_explicit(&s->pending_state, 1, memory_order_release);
+			return;
+		}
 	}
 	nkp_emit(&smp);
 }
