@@ -72,8 +72,9 @@ static int has_runtime(const char *dir)
 
 /*
  * Where libnumakit_prof.so is, in a static buffer: next to the libnumakit
- * this command runs with (an installed tree), the configured libdir, then
- * the build tree this command was built in.  NULL when none has it.
+ * this command runs with (an installed tree), the build tree when that
+ * libnumakit is the build tree's, the configured libdir, then the build tree
+ * this command was built in.  NULL when none has it.
  */
 static const char *runtime_dir(void)
 {
@@ -87,6 +88,11 @@ static const char *runtime_dir(void)
 			*slash = 0;
 			if (has_runtime(dir))
 				return dir;
+#if defined(NK_BUILD_LIBDIR) && defined(NK_PROF_BUILD_DIR)
+			/* this command runs from its build tree: that tree's runtime, not an installed one */
+			if (!strcmp(dir, NK_BUILD_LIBDIR) && has_runtime(NK_PROF_BUILD_DIR))
+				return NK_PROF_BUILD_DIR;
+#endif
 		}
 	}
 #ifdef NK_INSTALL_LIBDIR
