@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +35,7 @@ static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t tr_lo, tr_hi; /* the tracked range */
 static uint64_t gen = 1;
 static int span_calls;
+static int raise_in_emit; /* nkp_emit raises SIGUSR1 once: a program's handler inside our slow path */
 
 uint64_t nkp_now(void)
 {
@@ -58,6 +60,10 @@ void nkp_emit(const struct nk__nkp_sample *s)
 	if (n_got < sizeof got / sizeof got[0])
 		got[n_got++] = *s;
 	pthread_mutex_unlock(&got_lock);
+	if (raise_in_emit) {
+		raise_in_emit = 0;
+		raise(SIGUSR1);
+	}
 }
 
 int nkp_tracked_contains(uintptr_t page)
@@ -300,6 +306,34 @@ static void test_zero_page(void **state)
 	}
 }
 
+static void on_usr1(int sig)
+{
+	for (int i = 0; i < 5; i++)
+		__sanitizer_cov_load8(&region[100 + i]); /* instrumented handler code */
+}
+
+/* A signal handler of the program that runs while we record: its accesses are counted, not recorded. */
+static void test_reentrant(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+
+	reset(1);
+	region[50] = 1;
+	sigaction(SIGUSR1, &sa, &old);
+	raise_in_emit = 1;
+	__sanitizer_cov_load8(&region[50]);
+	__sanitizer_cov_load8(&region[51]);
+	sigaction(SIGUSR1, &old, NULL);
+	nkp_trace_stop();
+	assert_int_equal(n_got, 2);
+	assert_int_equal(got[0].addr, (uintptr_t)&region[50]);
+	assert_int_equal(got[1].addr, (uintptr_t)&region[51]);
+	json_t *t = end_json(4096);
+	assert_int_equal(jget(t, "loads"), 7);
+	assert_int_equal(jget(t, "recorded"), 2);
+	json_decref(t);
+}
+
 #define NTHREADS 300
 static void *one_load(void *arg)
 {
@@ -341,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_paused),
 		cmocka_unit_test(test_caches),
 		cmocka_unit_test(test_zero_page),
+		cmocka_unit_test(test_reentrant),
 		cmocka_unit_test(test_threads_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
