@@ -23,13 +23,22 @@
  * Page -> node: a lock-free cache of 64-bit words (page number, state,
  * epoch) with 8-way linear probing, filled by move_pages queries of 64
  * pages at a time from the missed one (a stream then misses once per 64
- * pages).  A page that is not populated yet (-ENOENT, or only the shared
- * zero page: -EFAULT) makes the access a first-touch candidate: the sample
+ * pages).  A page that is not populated yet (-ENOENT; for a store also the
+ * shared zero page: -EFAULT) makes the access a first-touch candidate: the sample
  * waits in the thread's slot until the thread's next recorded access (or
  * nkp_trace_stop), when the access has happened and the page can be asked
  * again; if it now has a node the sample is flagged NK__SF_FIRST_TOUCH.
  * The cache forgets pages on nkp_trace_moved() and entirely every
  * REFRESH_NS (kernel NUMA balancing moves pages behind everybody's back).
+ *
+ * Only accesses to tracked memory (alloc.c's registry) become samples; the
+ * thread remembers the last TK_WAYS tracked ranges or gaps it asked about.
+ * One clock reading serves up to CLOCK_EVERY samples of a thread (reading
+ * the clock was a fifth of the recording cost in our VMs).
+ *
+ * Not seen: accesses by uninstrumented code (libc's memcpy/memset, the
+ * kernel), aggregate copies the compiler turns into memcpy, and vector
+ * accesses wider than 16 bytes (`numakit cc` keeps vectors at 128 bits).
  */
 #include <errno.h>
 #include <sched.h>
