@@ -41,9 +41,11 @@
  *    call nkp_pf_forget with that lock held, so we never hold pf_lock while
  *    calling into the registry's locked paths).  nkp_pf_forget takes pf_lock,
  *    gives back and forgets our pages in the range, and records the range in
- *    a ring of recent forgets with a generation number.  The sampler, under
- *    pf_lock, drops every run that intersects a range forgotten since it
- *    picked (all of them if the ring overflowed), and re-checks
+ *    a ring of recent forgets with a generation number and the registry's
+ *    generation.  The sampler, under pf_lock, drops every run that
+ *    intersects a range forgotten since it picked, or forgotten before but
+ *    still in the registry's set when it picked (alloc.c forgets first, then
+ *    drops the range), all of them if the ring overflowed, and re-checks
  *    nkp_tracked_contains: a freed block is never re-protected.
  *  - I/O: the kernel does not fault on the program's behalf (read(2) into a
  *    revoked page fails with EFAULT).  io.c brackets each call with
@@ -91,6 +93,14 @@
  *    the same thread (SIGSEGV is blocked there) kills the process.
  *  - At vm.max_map_count, mprotect(RW) of one page can fail (ENOMEM); the
  *    fault is then passed on as foreign.
+ *  - Revoking pages that are not populated yet (first-touch arming of new
+ *    blocks, random runs in untouched memory) splits the mapping; pieces
+ *    first written while a revoked page separates them get different
+ *    anon_vmas and the kernel never merges them again (observed on 6.18).
+ *    mremap(2) of a range spanning such pieces then fails with EFAULT:
+ *    glibc's realloc falls back to copying, a program's own mremap needs the
+ *    runtime's mremap interposer to fall back the same way (tests/prof
+ *    churn scenario).  It also leaves a few more mappings per block.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -182,7 +192,8 @@ static atomic_int pf_excl_full; /* more ranges than PF_EXCL: the sampler stops r
 
 /* Recently forgotten ranges, written under pf_lock. */
 static struct {
-	uint64_t gen;
+	uint64_t gen;  /* pf_forget_gen of this forget */
+	uint64_t tgen; /* nkp_tracked_generation() at the forget: the registry drops the range after it */
 	uintptr_t start, end;
 } pf_forgot[PF_FORGETS];
 static uint64_t pf_forget_gen;
@@ -625,20 +636,28 @@ void nkp_pf_forget(uintptr_t addr, size_t len)
 	pf_forget_gen++;
 	unsigned j = (unsigned)(pf_forget_gen % PF_FORGETS);
 	pf_forgot[j].gen = pf_forget_gen;
+	pf_forgot[j].tgen = nkp_tracked_generation();
 	pf_forgot[j].start = addr;
 	pf_forgot[j].end = e;
 	pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
 	pthread_mutex_unlock(&pf_lock);
 }
 
-/* Under pf_lock: 1 when [s, e) intersects a range forgotten after generation @p since (or we cannot tell). */
-static int pf_forgotten(uint64_t since, uintptr_t s, uintptr_t e)
+/*
+ * Under pf_lock: 1 when a run [s, e) picked after reading pf_forget_gen == @p since and
+ * nkp_tracked_generation() == @p tsince may lie in freed memory (or we cannot tell): it intersects a range
+ * forgotten after we began, or one forgotten before whose removal from the registry was not yet published
+ * when we began (alloc.c calls nkp_pf_forget before it drops the range, under its lock, and bumps the
+ * registry's generation after publishing the new set: tgen >= tsince means the picks may still see it).
+ */
+static int pf_forgotten(uint64_t since, uint64_t tsince, uintptr_t s, uintptr_t e)
 {
 	if (pf_forget_gen - since >= PF_FORGETS)
 		return 1;
-	for (uint64_t g = since + 1; g <= pf_forget_gen; g++) {
+	uint64_t first = pf_forget_gen >= PF_FORGETS ? pf_forget_gen - PF_FORGETS + 1 : 1;
+	for (uint64_t g = first; g <= pf_forget_gen; g++) {
 		unsigned j = (unsigned)(g % PF_FORGETS);
-		if (pf_forgot[j].start < e && s < pf_forgot[j].end)
+		if ((g > since || pf_forgot[j].tgen >= tsince) && pf_forgot[j].start < e && s < pf_forgot[j].end)
 			return 1;
 	}
 	return 0;
@@ -771,13 +790,14 @@ static unsigned pf_round(unsigned want, unsigned run)
 	int status[PF_MAX_RUNS * PF_MAX_RUN];
 	size_t nruns = (want + run - 1) / run, got;
 	unsigned armed = 0, np = 0;
-	uint64_t gen;
+	uint64_t gen, tgen;
 
 	if (nruns > PF_MAX_RUNS)
 		nruns = PF_MAX_RUNS;
 	pthread_mutex_lock(&pf_lock);
 	gen = pf_forget_gen;
 	pthread_mutex_unlock(&pf_lock);
+	tgen = nkp_tracked_generation();
 	got = nkp_tracked_random_runs(&pf_rng, run, starts, nruns);
 	if (!got)
 		return 0;
@@ -785,7 +805,7 @@ static unsigned pf_round(unsigned want, unsigned run)
 	pthread_mutex_lock(&pf_lock);
 	for (size_t r = 0; r < got; r++) {
 		uintptr_t s = starts[r] & ~(pf_ps - 1), e = s + ((uintptr_t)run << pf_shift);
-		if (pf_forgotten(gen, s, e) || pf_is_own(s, e) || !nkp_tracked_contains(s) ||
+		if (pf_forgotten(gen, tgen, s, e) || pf_is_own(s, e) || !nkp_tracked_contains(s) ||
 		    !nkp_tracked_contains(e - pf_ps)) {
 			starts[r] = 0;
 			continue;

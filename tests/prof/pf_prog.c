@@ -11,6 +11,7 @@
  *   threads     4 threads write their own array and read a shared one; sums checked
  *   fork FILE   parent and child both sample after fork; the child writes its array to FILE
  *   altstack    signals delivered on a malloc'ed alternate stack while it could be sampled
+ *   churn       threads allocate, fill and free blocks (malloc, realloc, mmap, mremap) while sampled
  *   segv        the program's own SIGSEGV handler catches NULL dereferences via
  *               sigsetjmp while the sampler faults the program's arrays
  */
@@ -18,11 +19,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -401,6 +404,96 @@ static int scenario_altstack(void)
 	return 0;
 }
 
+/* Threads allocate, fill, check and free blocks (malloc, realloc, mmap/munmap/mremap) as fast as they can
+ * while the sampler revokes pages in them: freed memory must never stay revoked (the allocator's own
+ * writes, a new mapping at the same address, a read(2) into it all have to work). */
+static atomic_int mremap_efault;
+
+static void *churn_main(void *arg)
+{
+	uintptr_t k = (uintptr_t)arg;
+	int *bad = malloc(sizeof *bad);
+	int zero = open("/dev/zero", O_RDONLY);
+	*bad = zero < 0;
+	double end = now_s() + 1.5;
+	for (uint64_t it = 0; now_s() < end && !*bad; it++) {
+		size_t n = (size_t)(64 + (it * 37 + k * 11) % 960) * 1024;
+		unsigned char *p;
+		if (it % 3 == 0) {
+			p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED) {
+				*bad = 1;
+				break;
+			}
+		} else {
+			p = malloc(n);
+			if (!p) {
+				*bad = 1;
+				break;
+			}
+		}
+		memset(p, (int)(it & 0xff), n);
+		for (size_t i = 0; i < n; i += 4096)
+			if (p[i] != (unsigned char)(it & 0xff))
+				*bad = 2;
+		if (read(zero, p, n < MB ? n : MB) < 0) /* the kernel writes into it */
+			*bad = 3;
+		if (it % 3 == 0) {
+			/*
+			 * Known limitation: revoking pages of a fresh mapping splits it into several VMAs, and
+			 * pieces first written while a revoked page separated them get different anon_vmas and
+			 * never merge again; mremap of a range spanning them fails with EFAULT.  glibc's realloc
+			 * falls back to copying; a direct mremap needs the runtime's mremap interposer to do the
+			 * same.  Tolerated here (counted), everything else must work.
+			 */
+			unsigned char *q = mremap(p, n, 2 * n, MREMAP_MAYMOVE);
+			if (q == MAP_FAILED && errno == EFAULT) {
+				mremap_efault++;
+				munmap(p, n);
+			} else if (q == MAP_FAILED) {
+				fprintf(stderr, "pf_prog: churn: mremap: %s\n", strerror(errno));
+				*bad = 4;
+			} else {
+				memset(q + n, 1, n);
+				munmap(q, 2 * n);
+			}
+		} else if (it % 3 == 1) {
+			unsigned char *q = realloc(p, n + 128 * 1024);
+			if (!q)
+				*bad = 5;
+			else
+				p = q;
+			memset(p, 2, n + 128 * 1024);
+			free(p);
+		} else {
+			free(p);
+		}
+	}
+	close(zero);
+	return bad;
+}
+
+static int scenario_churn(void)
+{
+	pthread_t th[3];
+	int bad = 0;
+
+	for (uintptr_t i = 0; i < 3; i++)
+		if (pthread_create(&th[i], NULL, churn_main, (void *)i))
+			return fail("pthread_create");
+	for (int i = 0; i < 3; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		if (!r || *(int *)r) {
+			fprintf(stderr, "pf_prog: churn: thread %d failed (%d)\n", i, r ? *(int *)r : -1);
+			bad = 1;
+		}
+		free(r);
+	}
+	printf("mremap_efault %d\n", atomic_load(&mremap_efault));
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -416,6 +509,8 @@ int main(int argc, char **argv)
 		return scenario_fork(argv[2]);
 	if (!strcmp(argv[1], "altstack"))
 		return scenario_altstack();
+	if (!strcmp(argv[1], "churn"))
+		return scenario_churn();
 	if (!strcmp(argv[1], "segv"))
 		return scenario_segv();
 	return 2;
