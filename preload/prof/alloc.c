@@ -113,8 +113,21 @@ static atomic_int readers;
 static struct rset *retired[MAX_RETIRED];
 static size_t n_retired;
 
+/* Arrays no reader can see any more, kept for reuse (a tracked malloc/free pair would otherwise cost two
+ * mmap/munmap pairs).  blk_lock held. */
+#define POOL_MAX 4
+static struct rset *pool[POOL_MAX];
+static size_t n_pool;
+
 static struct rset *rset_new(size_t cap)
 {
+	for (size_t i = 0; i < n_pool; i++)
+		if (pool[i]->cap >= cap) {
+			struct rset *s = pool[i];
+			pool[i] = pool[--n_pool];
+			s->n = 0;
+			return s;
+		}
 	size_t bytes = sizeof(struct rset) + cap * sizeof(struct rng);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	struct rset *s = real_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -141,8 +154,23 @@ static void rset_publish(struct rset *s)
 	else if (old)
 		(void)0; /* leaked rather than freed under a reader */
 	if (atomic_load(&readers) == 0) {
-		for (size_t i = 0; i < n_retired; i++)
-			real_munmap(retired[i], retired[i]->bytes);
+		for (size_t i = 0; i < n_retired; i++) {
+			if (n_pool < POOL_MAX) {
+				pool[n_pool++] = retired[i];
+				continue;
+			}
+			/* the smallest of pool + this one goes */
+			size_t k = 0;
+			for (size_t j = 1; j < n_pool; j++)
+				if (pool[j]->cap < pool[k]->cap)
+					k = j;
+			struct rset *out = retired[i];
+			if (pool[k]->cap < out->cap) {
+				out = pool[k];
+				pool[k] = retired[i];
+			}
+			real_munmap(out, out->bytes);
+		}
 		n_retired = 0;
 	}
 }
@@ -551,7 +579,7 @@ static void untrack_mmap_overlap(uintptr_t addr, size_t len)
 
 static int want(size_t n)
 {
-	return nkp.active && !nkp_busy() && n >= nkp.min_size && n;
+	return n >= nkp.min_size && n && nkp.active && !nkp_busy();
 }
 
 #define STACK(fr, n)                                                                                                \
@@ -570,7 +598,7 @@ static void track_here(void *p, size_t n, uint32_t kind)
 
 static void maybe_untrack(void *p)
 {
-	if (!p || !nkp.active || nkp_busy() || !atomic_load_explicit(&n_live, memory_order_relaxed))
+	if (!p || !nkp.active || !atomic_load_explicit(&n_live, memory_order_relaxed) || nkp_busy())
 		return;
 	if (real_usable && real_usable(p) < nkp.min_size)
 		return;

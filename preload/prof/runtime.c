@@ -583,8 +583,15 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Only samplers fill the ring (sampler none, i.e. hw, records allocations directly): without one no thread is
+ * started, so a single-threaded program stays single-threaded (glibc's malloc keeps its lock-free fast path).
+ * Samples that still arrive are written at close.
+ */
 static void start_flusher(void)
 {
+	if (!nkp.sampler)
+		return;
 	REAL(pthread_create_fn, pthread_create);
 	if (!real_pthread_create)
 		return;
