@@ -910,12 +910,21 @@ static void save_env(void)
 				n_keep_env++;
 }
 
-/* @p envp plus what it lacks of keep_env (malloc'ed array, entries borrowed), or NULL when nothing is missing. */
-static char **env_with_ours(char *const envp[])
+static size_t env_count(char *const envp[])
 {
-	size_t n = 0, add = 0;
+	size_t n = 0;
 	while (envp && envp[n])
 		n++;
+	return n;
+}
+
+/*
+ * @p envp plus what it lacks of keep_env into @p r (room for env_count(envp) + n_keep_env + 1 entries,
+ * borrowed), or NULL when nothing is missing.  No allocation: it also runs in vfork children.
+ */
+static char **env_with_ours(char *const envp[], char **r)
+{
+	size_t n = env_count(envp), add = 0;
 	for (size_t k = 0; k < n_keep_env; k++) {
 		size_t kl = strcspn(keep_env[k], "=") + 1, i;
 		for (i = 0; i < n; i++)
@@ -925,9 +934,6 @@ static char **env_with_ours(char *const envp[])
 			add++;
 	}
 	if (!add)
-		return NULL;
-	char **r = malloc((n + add + 1) * sizeof *r);
-	if (!r)
 		return NULL;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
@@ -984,12 +990,12 @@ static int do_execve(const char *path, char *const argv[], char *const envp[], i
 	typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 	REAL(execve_fn, execve);
 	REAL(execvpe_fn, execvpe);
-	char **env2 = nkp.active ? env_with_ours(envp) : NULL;
+	char *room[nkp.active ? env_count(envp) + n_keep_env + 1 : 1];
+	char **env2 = nkp.active ? env_with_ours(envp, room) : NULL;
 	char *const *use = env2 ? env2 : envp;
 	exec_begin();
 	int rc = search ? real_execvpe(path, argv, use) : real_execve(path, argv, use);
 	exec_failed();
-	free(env2);
 	return rc;
 }
 
@@ -1060,10 +1066,9 @@ static int do_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn
 {
 	if (!fn)
 		return ENOSYS;
-	char **env2 = nkp.active ? env_with_ours(envp) : NULL;
-	int rc = fn(pid, path, fa, at, argv, env2 ? env2 : envp);
-	free(env2);
-	return rc;
+	char *room[nkp.active ? env_count(envp) + n_keep_env + 1 : 1];
+	char **env2 = nkp.active ? env_with_ours(envp, room) : NULL;
+	return fn(pid, path, fa, at, argv, env2 ? env2 : envp);
 }
 
 NKP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -174,8 +174,12 @@ def t_fork(args, d):
     check(ca[0]["site"] in sids, "child's SITE")
 
 
-def t_exec(args, d):
-    p = run(args, d, [args.prog, "exec"])
+def t_exec_env(args, d):
+    t_exec(args, d, "exec_env")
+
+
+def t_exec(args, d, mode="exec"):
+    p = run(args, d, [args.prog, mode])
     check(p.returncode == 3, "exec'ed image status %d" % p.returncode)
     ps = parts(d)
     check(len(ps) == 2, "%d parts after exec" % len(ps))

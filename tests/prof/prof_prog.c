@@ -143,6 +143,12 @@ int main(int argc, char **argv)
 		execl("/proc/self/exe", argv[0], "exit", (char *)NULL);
 		return 9;
 	}
+	if (!strcmp(m, "exec_env")) {
+		/* An empty environment: the runtime adds NK_PROF_* and LD_PRELOAD back so the new image profiles. */
+		char *const env[] = { "FOO=bar", NULL };
+		execle("/proc/self/exe", argv[0], "exit", (char *)NULL, env);
+		return 9;
+	}
 	if (!strcmp(m, "exec_fail")) {
 		if (execl("/nonexistent/prog", "prog", (char *)NULL) != -1)
 			return 9;
