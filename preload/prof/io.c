@@ -79,24 +79,48 @@ static void *io_real(void **slot, const char *name)
 		return fail;                                 \
 	}
 
-/* A span [lo, hi) grown by buffers; lo > hi while empty. */
+/*
+ * The buffers of one call, as up to IO_RANGES ranges, each held separately: one hold from a heap buffer to
+ * a stack one (recvmsg's payload and msg_name) would keep the sampler off everything in between for as
+ * long as the call blocks.  Close buffers (within IO_NEAR) share a range; past IO_RANGES ranges the
+ * nearest one grows.
+ */
+#define IO_RANGES 4
+#define IO_NEAR ((uintptr_t)1 << 20)
 struct io_span {
-	uintptr_t lo, hi;
+	int n;
+	uintptr_t lo[IO_RANGES], hi[IO_RANGES];
+	int tok[IO_RANGES];
 };
-#define IO_SPAN_EMPTY { UINTPTR_MAX, 0 }
+#define IO_SPAN_EMPTY { 0 }
+
+static uintptr_t io_gap(uintptr_t lo, uintptr_t hi, uintptr_t s, uintptr_t e)
+{
+	return e < lo ? lo - e : s > hi ? s - hi : 0;
+}
 
 static void span_add(struct io_span *sp, const void *p, size_t len)
 {
 	uintptr_t s = (uintptr_t)p, e = s + len;
+	int best = -1;
 
 	if (!p || !len)
 		return;
 	if (e < s)
 		e = UINTPTR_MAX;
-	if (s < sp->lo)
-		sp->lo = s;
-	if (e > sp->hi)
-		sp->hi = e;
+	for (int i = 0; i < sp->n; i++)
+		if (best < 0 || io_gap(sp->lo[i], sp->hi[i], s, e) < io_gap(sp->lo[best], sp->hi[best], s, e))
+			best = i;
+	if (best < 0 || (io_gap(sp->lo[best], sp->hi[best], s, e) > IO_NEAR && sp->n < IO_RANGES)) {
+		sp->lo[sp->n] = s;
+		sp->hi[sp->n] = e;
+		sp->n++;
+		return;
+	}
+	if (s < sp->lo[best])
+		sp->lo[best] = s;
+	if (e > sp->hi[best])
+		sp->hi[best] = e;
 }
 
 static void span_iov(struct io_span *sp, const struct iovec *iov, long n)
@@ -114,27 +138,36 @@ static void span_msg(struct io_span *sp, const struct msghdr *m)
 	span_add(sp, m->msg_control, m->msg_controllen);
 }
 
-static int io_begin(const struct io_span *sp, int access)
+static void io_begin(struct io_span *sp, int access)
 {
-	return sp->lo < sp->hi ? nkp_pf_io_begin(sp->lo, sp->hi, access) : -1;
+	for (int i = 0; i < sp->n; i++)
+		sp->tok[i] = nkp_pf_io_begin(sp->lo[i], sp->hi[i], access);
 }
 
-/* One buffer.  The token of nkp_pf_io_begin; the end keeps errno (the real call's). */
+/* One buffer.  The token of nkp_pf_io_begin. */
 static int io_begin1(const void *p, size_t len, int access)
 {
-	struct io_span sp = IO_SPAN_EMPTY;
+	uintptr_t s = (uintptr_t)p, e = s + len;
 
-	span_add(&sp, p, len);
-	return io_begin(&sp, access);
+	if (!p || !len)
+		return -1;
+	return nkp_pf_io_begin(s, e < s ? UINTPTR_MAX : e, access);
 }
 
-static void io_end(int token)
+/* The call returned: end the holds; errno stays the real call's. */
+static void io_end1(int token)
 {
 	if (token >= 0) {
 		int e = errno;
 		nkp_pf_io_end(token);
 		errno = e;
 	}
+}
+
+static void io_end(struct io_span *sp)
+{
+	for (int i = 0; i < sp->n; i++)
+		io_end1(sp->tok[i]);
 }
 
 static size_t io_bytes(size_t size, size_t n)
@@ -159,7 +192,7 @@ static size_t io_min(size_t a, size_t b)
 		REAL(__typeof__(name), name, fail);               \
 		int t_ = io_begin1((BUF), (LEN), (acc));          \
 		ret r_ = real_ args;                              \
-		io_end(t_);                                       \
+		io_end1(t_);                                      \
 		return r_;                                        \
 	}
 
@@ -171,9 +204,9 @@ static size_t io_min(size_t a, size_t b)
 		REAL(__typeof__(name), name, -1);                 \
 		struct io_span sp_ = IO_SPAN_EMPTY;               \
 		span_iov(&sp_, iov, n);                           \
-		int t_ = io_begin(&sp_, (acc));                   \
+		io_begin(&sp_, (acc));                            \
 		ssize_t r_ = real_ args;                          \
-		io_end(t_);                                       \
+		io_end(&sp_);                                     \
 		return r_;                                        \
 	}
 
@@ -215,9 +248,9 @@ NKP_API ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned int
 	REAL(__typeof__(vmsplice), vmsplice, -1);
 	struct io_span sp = IO_SPAN_EMPTY;
 	span_iov(&sp, iov, (long)n);
-	int t = io_begin(&sp, NK__ACC_UNKNOWN);
+	io_begin(&sp, NK__ACC_UNKNOWN);
 	ssize_t r = real_(fd, iov, n, flags);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -230,9 +263,9 @@ NKP_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockad
 		span_add(&sp, alen, sizeof *alen);
 		span_add(&sp, addr, *alen);
 	}
-	int t = io_begin(&sp, KW);
+	io_begin(&sp, KW);
 	ssize_t r = real_(fd, buf, len, flags, addr, alen);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -241,9 +274,9 @@ NKP_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	REAL(__typeof__(recvmsg), recvmsg, -1);
 	struct io_span sp = IO_SPAN_EMPTY;
 	span_msg(&sp, msg);
-	int t = io_begin(&sp, KW);
+	io_begin(&sp, KW);
 	ssize_t r = real_(fd, msg, flags);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -252,9 +285,9 @@ NKP_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	REAL(__typeof__(sendmsg), sendmsg, -1);
 	struct io_span sp = IO_SPAN_EMPTY;
 	span_msg(&sp, msg);
-	int t = io_begin(&sp, KR);
+	io_begin(&sp, KR);
 	ssize_t r = real_(fd, msg, flags);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -273,9 +306,9 @@ NKP_API int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, str
 {
 	REAL(__typeof__(recvmmsg), recvmmsg, -1);
 	struct io_span sp = span_mmsg(vec, n);
-	int t = io_begin(&sp, KW);
+	io_begin(&sp, KW);
 	int r = real_(fd, vec, n, flags, timeout);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -283,9 +316,9 @@ NKP_API int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
 	REAL(__typeof__(sendmmsg), sendmmsg, -1);
 	struct io_span sp = span_mmsg(vec, n);
-	int t = io_begin(&sp, KR);
+	io_begin(&sp, KR);
 	int r = real_(fd, vec, n, flags);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }
 
@@ -380,8 +413,8 @@ NKP_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int
 		span_add(&sp, alen, sizeof *alen);
 		span_add(&sp, addr, *alen);
 	}
-	int t = io_begin(&sp, KW);
+	io_begin(&sp, KW);
 	ssize_t r = real_(fd, buf, len, buflen, flags, addr, alen);
-	io_end(t);
+	io_end(&sp);
 	return r;
 }

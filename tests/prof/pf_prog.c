@@ -7,7 +7,8 @@
  *   io FILE     read FILE (8 MiB) into a tracked malloc'ed array with read(2),
  *               fread, readv and pread, again and again while sampling; every
  *               byte must match, no call may fail (EFAULT)
- *   write FILE  write a tracked array with write(2), fwrite, writev; the file must match
+ *   write FILE  write a tracked array with write(2), fwrite, writev; the file must match; then send,
+ *               sendmsg, recv, recvmsg between tracked arrays over a socketpair
  *   threads     4 threads write their own array and read a shared one; sums checked
  *   fork FILE   parent and child both sample after fork; the child writes its array to FILE
  *   altstack    signals delivered on a malloc'ed alternate stack while it could be sampled
@@ -26,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -187,6 +190,51 @@ static int scenario_write(const char *path)
 		if (check(b, FILE_SIZE, "write"))
 			return 1;
 	}
+	/* Sockets: send/sendmsg from and recv/recvmsg into tracked memory, several buffers per call. */
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return fail("socketpair");
+	for (int round = 0; round < 40; round++) {
+		size_t chunk = 64 * 1024, off = (size_t)round * chunk * 2;
+		memset(b + off, 0, 2 * chunk);
+		struct iovec out[2] = { { a + off + chunk, chunk }, { a + off, chunk } }; /* reversed halves */
+		struct msghdr mo = { .msg_iov = out, .msg_iovlen = 2 };
+		ssize_t w = round % 2 ? sendmsg(sv[0], &mo, 0) : send(sv[0], a + off, 2 * chunk, 0);
+		if (w != (ssize_t)(2 * chunk))
+			return fail("send");
+		struct iovec in[2] = { { b + off + chunk, chunk }, { b + off, chunk } };
+		struct sockaddr_un from;
+		struct msghdr mi = { .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = in, .msg_iovlen = 2 };
+		size_t got = 0;
+		while (got < 2 * chunk) {
+			ssize_t r;
+			if (round % 2) {
+				r = recvmsg(sv[1], &mi, 0);
+				for (size_t k = (size_t)(r > 0 ? r : 0); k && mi.msg_iovlen;) {
+					size_t t = k < mi.msg_iov->iov_len ? k : mi.msg_iov->iov_len;
+					mi.msg_iov->iov_base = (char *)mi.msg_iov->iov_base + t;
+					mi.msg_iov->iov_len -= t;
+					k -= t;
+					if (!mi.msg_iov->iov_len) {
+						mi.msg_iov++;
+						mi.msg_iovlen--;
+					}
+				}
+			} else {
+				r = recv(sv[1], b + off + got, 2 * chunk - got, 0);
+			}
+			if (r <= 0)
+				return fail("recv");
+			got += (size_t)r;
+		}
+		for (size_t i = off; i < off + 2 * chunk; i++)
+			if (b[i] != pattern(i)) {
+				fprintf(stderr, "pf_prog: socket round %d: byte %zu differs\n", round, i);
+				return 1;
+			}
+	}
+	close(sv[0]);
+	close(sv[1]);
 	free(a);
 	free(b);
 	return 0;
