@@ -356,7 +356,8 @@ NKP_API int pthread_attr_setstack(pthread_attr_t *attr, void *addr, size_t size)
 {
 	/* pthread functions return the error number; ENOSYS when libc lacks it. */
 	static void *slot;
-	__typeof__(pthread_attr_setstack) *real = (__typeof__(pthread_attr_setstack) *)io_real(&slot, "pthread_attr_setstack");
+	__typeof__(pthread_attr_setstack) *real =
+		(__typeof__(pthread_attr_setstack) *)io_real(&slot, "pthread_attr_setstack");
 	if (!real)
 		return ENOSYS;
 	io_exclude_stack(addr, size);

@@ -281,7 +281,8 @@ static int pf_insert(uintptr_t page, int node, uint8_t flags, uint8_t random, ui
 	}
 	if (free_slot < 0)
 		return -1;
-	pf_meta[free_slot] = (struct pf_meta){ .armed_ns = now, .node = (int16_t)node, .flags = flags, .random = random };
+	pf_meta[free_slot] =
+		(struct pf_meta){ .armed_ns = now, .node = (int16_t)node, .flags = flags, .random = random };
 	/* Only inserters (serialised by pf_lock) move a key away from 0. */
 	atomic_store_explicit(&pf_key[free_slot], page | PF_ARMING, memory_order_seq_cst);
 	/* seq_cst: a hold or an exclusion published before this is seen by pf_arm_run; one published after
@@ -691,7 +692,8 @@ static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8
 			break;
 	}
 	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
-	if (k < n || pf_held(start, end) || pf_excluded(start, end) || nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+	if (k < n || pf_held(start, end) || pf_excluded(start, end) ||
+	    nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
 		for (unsigned i = 0; i < k; i++)
 			pf_clear(slots[i]);
 		return 0;

@@ -136,7 +136,8 @@ static int scenario_io(const char *path)
 		}
 		if (fd >= 0)
 			close(fd);
-		if (check(a, FILE_SIZE, round % 4 == 0 ? "read" : round % 4 == 1 ? "fread" : round % 4 == 2 ? "readv" : "pread"))
+		static const char *const how[4] = { "read", "fread", "readv", "pread" };
+		if (check(a, FILE_SIZE, how[round % 4]))
 			return 1;
 		sweep(a, FILE_SIZE);
 	}
