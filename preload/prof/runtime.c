@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -360,6 +361,18 @@ static char *slurp(const char *path, size_t *len)
 	return b;
 }
 
+/* The part's own descriptor really closed (our close() interposer keeps it open for the program).  AS-safe:
+ * libc's close is resolved by the constructor. */
+static int (*real_close_part)(int);
+
+static void part_close(int fd)
+{
+	if (real_close_part)
+		real_close_part(fd);
+	else
+		syscall(SYS_close, fd);
+}
+
 static const char *sampler_name(int s)
 {
 	switch (s) {
@@ -467,7 +480,16 @@ static int open_part(void)
 			return -1;
 		}
 		int fd = open(part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
+		if (fd >= 0) {
+			/* Out of the way of programs that expect the lowest free descriptors for themselves. */
+			int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+			if (hi >= 0) {
+				close(fd);
+				fd = hi;
+			}
+			return fd;
+		}
+		if (errno != EEXIST)
 			return fd;
 	}
 	return -1;
@@ -628,7 +650,7 @@ static void close_part(const char *how, int status, int sig)
 		ring_drain();
 		write_maps_locked();
 		write_end_locked(how, status, sig);
-		close(wr.fd);
+		part_close(wr.fd);
 		wr.fd = -1;
 	}
 	wr_unlock();
@@ -681,7 +703,7 @@ static void die_by(int sig, siginfo_t *info)
 		if (!atomic_exchange(&closed, 1)) {
 			ring_drain();
 			write_end_locked("signal", 128 + sig, sig);
-			close(wr.fd);
+			part_close(wr.fd);
 			wr.fd = -1;
 		}
 		wr_unlock();
@@ -862,7 +884,7 @@ static void fork_child(void)
 	atomic_store(&wr_owner, 0);
 	nkp_alloc_fork_child();
 	if (wr.fd >= 0)
-		close(wr.fd); /* the parent's part */
+		part_close(wr.fd); /* the parent's part */
 	wr.fd = -1;
 	if (atomic_load(&closed)) {
 		nkp.active = 0;
@@ -1108,7 +1130,7 @@ NKP_EXPORT void _exit(int status)
 			if (!atomic_exchange(&closed, 1)) {
 				ring_drain();
 				write_end_locked("exit", status & 0xff, 0);
-				close(wr.fd);
+				part_close(wr.fd);
 				wr.fd = -1;
 			}
 			wr_unlock();
@@ -1146,6 +1168,80 @@ NKP_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*ini
 	REAL(start_main_fn, __libc_start_main);
 	user_main = main;
 	return real___libc_start_main(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+/*
+ * Programs that close every descriptor (daemons, closefrom/close_range before exec) must not close the part,
+ * or a later open() would reuse its number and the runtime would write into the program's file.  The part's
+ * descriptor is O_CLOEXEC, so pretending it was closed is invisible to an exec'ed image.
+ */
+static int is_part_fd(int fd)
+{
+	return nkp.active && fd >= 0 && fd == wr.fd;
+}
+
+typedef int (*close_fn)(int);
+typedef int (*close_range_fn)(unsigned, unsigned, int);
+typedef void (*closefrom_fn)(int);
+typedef int (*dup3_fn)(int, int, int);
+
+NKP_EXPORT int close(int fd)
+{
+	REAL(close_fn, close);
+	if (is_part_fd(fd))
+		return 0;
+	return real_close(fd);
+}
+
+NKP_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	REAL(close_range_fn, close_range);
+	int fd = wr.fd;
+	if (!nkp.active || fd < 0 || (unsigned)fd < first || (unsigned)fd > last || (flags & CLOSE_RANGE_CLOEXEC))
+		return real_close_range(first, last, flags);
+	int rc = 0;
+	if ((unsigned)fd > first)
+		rc = real_close_range(first, (unsigned)fd - 1, flags);
+	if (!rc && (unsigned)fd < last)
+		rc = real_close_range((unsigned)fd + 1, last, flags);
+	return rc;
+}
+
+NKP_EXPORT void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	(void)close_range((unsigned)lowfd, ~0u, 0);
+}
+
+/* dup2/dup3 onto the part's number: move the part out of the way first. */
+static void part_fd_move(int fd)
+{
+	if (!is_part_fd(fd))
+		return;
+	wr_lock();
+	int n = fcntl(wr.fd, F_DUPFD_CLOEXEC, 512);
+	if (n >= 0 && n != wr.fd)
+		wr.fd = n; /* the old number is then replaced by the program's dup2, which closes it */
+	wr_unlock();
+}
+
+NKP_EXPORT int dup2(int oldfd, int newfd)
+{
+	typedef int (*dup2_fn)(int, int);
+	REAL(dup2_fn, dup2);
+	if (oldfd != newfd)
+		part_fd_move(newfd);
+	return real_dup2(oldfd, newfd);
+}
+
+NKP_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	REAL(dup3_fn, dup3);
+	part_fd_move(newfd);
+	return real_dup3(oldfd, newfd, flags);
 }
 
 /* ---------------------------------------------------------------- dlopen */
@@ -1331,6 +1427,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 __attribute__((constructor(101))) static void nkp_init(void)
 {
 	real_exit_now = (void (*)(int))real("_exit"); /* here: dlsym is not AS-safe, _exit is */
+	real_close_part = (int (*)(int))real("close");
 	const char *dir = getenv("NK_PROF_DIR");
 	if (!dir || !*dir || strlen(dir) >= sizeof part_dir - 32)
 		return;

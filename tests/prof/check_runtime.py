@@ -221,6 +221,11 @@ def t_stress(args, d):
     check(len({a["tid"] for a in allocs}) == 4, "allocating threads")
 
 
+def t_closeall(args, d):
+    _, part = single(args, d, [args.prog, "closeall"], "exit", status=0)
+    check(any(a["size"] == 1 << 17 for a in recs(part, "ALLOC")), "ALLOC after the program closed every fd")
+
+
 def t_return(args, d):
     single(args, d, [args.prog, "return"], "exit", status=7)
 

@@ -3,6 +3,7 @@
  * is one scenario of the runtime (threads, allocations, fork, exec, ways to
  * end, the program's own signal handlers).
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -148,6 +150,40 @@ int main(int argc, char **argv)
 		char *const env[] = { "FOO=bar", NULL };
 		execle("/proc/self/exe", argv[0], "exit", (char *)NULL, env);
 		return 9;
+	}
+	if (!strcmp(m, "closeall")) {
+		/* A daemon-like program: dup2 onto the part's descriptor, close everything, reuse low numbers. */
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+		int part = -1;
+		while (d && (e = readdir(d))) {
+			char path[300], target[512];
+			snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+			ssize_t n = readlink(path, target, sizeof target - 1);
+			if (n > 5 && (target[n] = 0, !strcmp(target + n - 5, ".part")))
+				part = atoi(e->d_name);
+		}
+		if (d)
+			closedir(d);
+		if (part < 0)
+			return 10;
+		if (dup2(2, part) != part)
+			return 11;
+		close(part);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		close_range(3, ~0u, 0);
+		char tmpl[] = "/tmp/nkprof-closeallXXXXXX";
+		int fd = mkstemp(tmpl);
+		if (fd < 0)
+			return 12;
+		unlink(tmpl);
+		if (write(fd, "hello", 5) != 5)
+			return 13;
+		alloc_here(1 << 17); /* ALLOC must go to the part, not to fd */
+		if (lseek(fd, 0, SEEK_END) != 5)
+			return 14;
+		return 0;
 	}
 	if (!strcmp(m, "exec_fail")) {
 		if (execl("/nonexistent/prog", "prog", (char *)NULL) != -1)
