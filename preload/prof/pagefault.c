@@ -873,8 +873,15 @@ static void *pf_main(void *arg)
 			pf_expire(now > PF_EXPIRE_NS ? now - PF_EXPIRE_NS : 0);
 			last_expire = now;
 		}
-		if (!atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
+		if (!atomic_load_explicit(&nkp.sampling, memory_order_relaxed)) {
+			/* Paused (region of interest): no fault may cost the program anything meanwhile. */
+			if (atomic_load_explicit(&pf_out, memory_order_relaxed)) {
+				pthread_mutex_lock(&pf_lock);
+				pf_expire(UINT64_MAX);
+				pthread_mutex_unlock(&pf_lock);
+			}
 			continue;
+		}
 		double target = nkp.rate * (double)period / 1e9 * scale;
 		unsigned want = target < 1.0 ? 1u : (unsigned)(target + 0.5);
 		unsigned out = atomic_load_explicit(&pf_out, memory_order_relaxed);

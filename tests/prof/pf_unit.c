@@ -268,6 +268,11 @@ static void test_sampler_thread(void)
 	atomic_store(&stop_workers, 1);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
+	/* Paused: the sampler gives everything back and arms nothing. */
+	atomic_store(&nkp.sampling, 0);
+	nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	CHECK(atomic_load(&pf_out) == 0);
+	atomic_store(&nkp.sampling, 1);
 	nkp_pf_stop();
 	unsigned n = atomic_load(&n_got) - before;
 	fprintf(stderr, "pf_unit: sampler thread: %u samples, %lu expired, %lu I/O pages\n", n,
