@@ -773,9 +773,15 @@ NKP_EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *
 {
 	if (!owned_sig(sig))
 		return sys_sigaction(sig, sa, old);
+	/* Signals blocked while the table changes: a handler calling sigaction() must not spin on our lock. */
+	sigset_t all, saved;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	int z = 0;
-	while (!atomic_compare_exchange_weak(&sig_lock, &z, 1))
+	while (!atomic_compare_exchange_weak(&sig_lock, &z, 1)) {
 		z = 0;
+		sched_yield();
+	}
 	if (old)
 		*old = prog_sa[sig];
 	if (sa) {
@@ -783,6 +789,7 @@ NKP_EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *
 		install_ours(sig);
 	}
 	atomic_store(&sig_lock, 0);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return 0;
 }
 
