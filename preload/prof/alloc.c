@@ -596,15 +596,24 @@ static void track_here(void *p, size_t n, uint32_t kind)
 	nkp_leave();
 }
 
-static void maybe_untrack(void *p)
+/* Returns the size of the block it stopped tracking, 0 when @p p was not tracked. */
+static uint64_t maybe_untrack(void *p)
 {
 	if (!p || !nkp.active || !atomic_load_explicit(&n_live, memory_order_relaxed) || nkp_busy())
-		return;
+		return 0;
 	if (real_usable && real_usable(p) < nkp.min_size)
-		return;
+		return 0;
+	uint64_t size = 0;
 	nkp_enter();
-	untrack((uintptr_t)p);
+	pthread_mutex_lock(&blk_lock);
+	struct blk *b = blk_find((uintptr_t)p);
+	if (b) {
+		size = b->size;
+		untrack_locked(b);
+	}
+	pthread_mutex_unlock(&blk_lock);
 	nkp_leave();
+	return size;
 }
 
 /* ---------------------------------------------------------------- malloc family */
@@ -670,10 +679,13 @@ NKP_EXPORT void *realloc(void *old, size_t n)
 			memcpy(p, old, had < n ? had : n);
 		return p;
 	}
-	maybe_untrack(old);
+	/* Untracked before the call: the sampler must give back access to the old pages before they are copied. */
+	uint64_t had = maybe_untrack(old);
 	void *p = real_realloc(old, n);
 	if (p && want(n))
 		track_here(p, n, NK__ALLOC_REALLOC);
+	else if (!p && n && had && want(had)) /* failed: the old block lives on, as a new allocation */
+		track_here(old, had, NK__ALLOC_REALLOC);
 	return p;
 }
 

@@ -673,6 +673,7 @@ static const int fatal_sigs[] = { SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGI
 static struct sigaction prog_sa[NSIG_TAB]; /* the program's view of our signals */
 static unsigned char owned[NSIG_TAB];      /* 1: our dispatcher is installed for it */
 static atomic_int sig_lock;
+static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER; /* nkp_hook_phase's name table */
 
 static void dispatcher(int sig, siginfo_t *info, void *uctx);
 
@@ -889,6 +890,8 @@ static void fork_child(void)
 		return;
 	my_tid = 0;
 	atomic_store(&wr_owner, 0);
+	atomic_store(&sig_lock, 0);                /* a thread of the parent may have held them */
+	pthread_mutex_init(&phase_lock, NULL);
 	nkp_alloc_fork_child();
 	if (wr.fd >= 0)
 		part_close(wr.fd); /* the parent's part */
@@ -1269,7 +1272,6 @@ NKP_EXPORT void *dlopen(const char *file, int mode)
 #define MAX_PHASES 4096
 static char *phase_names[MAX_PHASES]; /* id - 1 */
 static size_t n_phases;
-static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 
 NKP_EXPORT int nkp_hook_active(void)
 {

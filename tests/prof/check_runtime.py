@@ -125,8 +125,15 @@ def t_threads(args, d):
 
 def t_alloc(args, d):
     p, part = single(args, d, [args.prog, "alloc"], "exit", status=0)
-    big, small, c, q, mm, bss = (int(x) for x in p.stdout.split())
+    big, small, c, q, mm, bss, r0, r = (int(x) for x in p.stdout.split())
     allocs = {a["addr"]: a for a in recs(part, "ALLOC")}
+    by_id = {a["id"]: a for a in recs(part, "ALLOC")}
+    # realloc of a tracked block: FREE of the old one (before the new ALLOC), ALLOC kind REALLOC, its FREE.
+    fr = [f for f in recs(part, "FREE") if f["addr"] == r0]
+    check(fr and by_id[fr[0]["id"]]["size"] == 1 << 17 and by_id[fr[0]["id"]]["kind"] == KIND["MALLOC"], "FREE of realloc's old block")
+    ra = [a for a in recs(part, "ALLOC") if a["addr"] == r and a["kind"] == KIND["REALLOC"]]
+    check(len(ra) == 1 and ra[0]["size"] == 1 << 19, "realloc ALLOC %s" % ra)
+    check(any(f["id"] == ra[0]["id"] for f in recs(part, "FREE")), "FREE of the realloc'ed block")
     frees = {f["addr"]: f for f in recs(part, "FREE")}
     sites = {s["id"]: s for s in recs(part, "SITE")}
     check(big in allocs and allocs[big]["size"] == 1 << 20 and allocs[big]["kind"] == KIND["MALLOC"], "1 MiB ALLOC")

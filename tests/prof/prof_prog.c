@@ -114,9 +114,15 @@ int main(int argc, char **argv)
 		void *mm = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mm == MAP_FAILED)
 			return 2;
-		printf("%lu %lu %lu %lu %lu %lu\n", (unsigned long)(uintptr_t)p, (unsigned long)(uintptr_t)small,
+		void *r0 = malloc(1 << 17);
+		uintptr_t r0_addr = (uintptr_t)r0; /* printed after realloc: only the number */
+		void *r = realloc(r0, 1 << 19);
+		if (!r)
+			return 2;
+		printf("%lu %lu %lu %lu %lu %lu %lu %lu\n", (unsigned long)(uintptr_t)p, (unsigned long)(uintptr_t)small,
 		       (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)q, (unsigned long)(uintptr_t)mm,
-		       (unsigned long)(uintptr_t)big_bss);
+		       (unsigned long)(uintptr_t)big_bss, (unsigned long)r0_addr, (unsigned long)(uintptr_t)r);
+		free(r);
 		fflush(stdout);
 		big_bss[5] = big_data[1];
 		free(p);
