@@ -15,7 +15,7 @@
  * access).  Covered: read, pread(64), readv, preadv(64), preadv2, recv,
  * recvfrom, recvmsg, recvmmsg, write, pwrite(64), writev, pwritev(64),
  * pwritev2, send, sendto, sendmsg, sendmmsg, fread(_unlocked), fwrite(_unlocked),
- * vmsplice, the _FORTIFY_SOURCE forms __read_chk, __pread(64)_chk,
+ * vmsplice, getrandom, the _FORTIFY_SOURCE forms __read_chk, __pread(64)_chk,
  * __recv_chk, __recvfrom_chk, __fread_chk, __fread_unlocked_chk.  Excluded
  * from sampling for good (nkp_pf_exclude): a caller-supplied stdio buffer
  * (setvbuf: libc reads into it inside the library, where no call can be
@@ -42,6 +42,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -232,6 +233,9 @@ WRAP1(size_t, fwrite, 0, KR, ptr, io_bytes(size, n), (const void *ptr, size_t si
       (ptr, size, n, f))
 WRAP1(size_t, fwrite_unlocked, 0, KR, ptr, io_bytes(size, n), (const void *ptr, size_t size, size_t n, FILE *f),
       (ptr, size, n, f))
+
+/* getrandom: programs fill large arrays with it (random initial data). */
+WRAP1(ssize_t, getrandom, -1, KW, buf, len, (void *buf, size_t len, unsigned int flags), (buf, len, flags))
 
 WRAPV(readv, KW, (int fd, const struct iovec *iov, int n), (fd, iov, n))
 WRAPV(preadv, KW, (int fd, const struct iovec *iov, int n, off_t off), (fd, iov, n, off))
