@@ -498,6 +498,8 @@ static void write_alloc(const struct blk *b, uint64_t time_ns)
 }
 
 /* Track [addr, addr+size) of @p kind; @p fr/@p nfr its call stack (NULL for statics).  Takes blk_lock. */
+static void untrack_locked(struct blk *b);
+
 static void track(uintptr_t addr, uint64_t size, uint32_t kind, void *const *fr, int nfr)
 {
 	uintptr_t ps = (uintptr_t)nkp.page_size;
@@ -505,10 +507,9 @@ static void track(uintptr_t addr, uint64_t size, uint32_t kind, void *const *fr,
 	if (hi < lo)
 		hi = lo;
 	pthread_mutex_lock(&blk_lock);
-	if (blk_find(addr)) { /* already tracked (a numakit block over its own mmap): keep the first */
-		pthread_mutex_unlock(&blk_lock);
-		return;
-	}
+	struct blk *stale = blk_find(addr);
+	if (stale) /* its free was not seen (freed behind our back): it is gone now */
+		untrack_locked(stale);
 	if (kind == NK__ALLOC_MMAP && n_mmap == MMAP_CAP) {
 		pthread_mutex_unlock(&blk_lock);
 		return;
@@ -769,7 +770,8 @@ NKP_EXPORT void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 		nkp_leave();
 	}
 	void *p = (flags & MREMAP_FIXED) ? real_mremap(old, olen, nlen, flags, fixed) : real_mremap(old, olen, nlen, flags);
-	if (p != MAP_FAILED && (tracked || want(nlen)) && want(nlen))
+	/* Only a block we tracked is known to be anonymous, private and RW: a file mapping stays untracked. */
+	if (p != MAP_FAILED && tracked && want(nlen))
 		track_here(p, nlen, NK__ALLOC_MMAP);
 	return p;
 }
