@@ -59,7 +59,10 @@
  *    the direction of the call (read(2) = the kernel writes: WRITE).
  *  - Overhead: every sample costs a fault and two mprotect calls with TLB
  *    shootdowns (KERNEL-NOTES: ~25 us).  The handler and the sampler add
- *    their time to pf_cost_ns; each period the sampler scales its page count
+ *    their time to pf_cost_ns, plus PF_FAULT_NS per fault for what user
+ *    space cannot time (the trap, TLB shootdowns and refills on the other
+ *    cpus: without it the triad lost 14% at NK_PROF_RATE=20000, with it 2%);
+ *    each period the sampler scales its page count
  *    so that this stays under PF_MAX_OVERHEAD of the wall time (the rate is
  *    a target, not a promise).  Revocation is by runs of contiguous pages,
  *    one mprotect per run; restoration is per page (exact attribution).
@@ -139,7 +142,7 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #define PF_FORGETS 64u            /* ring of recently forgotten ranges */
 #define PF_OWN 8                  /* writable segments of this object (never revoked) */
 #define PF_MAX_OVERHEAD 0.05      /* fraction of wall time the sampler may cost */
-#define PF_FAULT_NS 5000u         /* kernel cost of one fault (trap, signal frame, sigreturn, TLB refill), added */
+#define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
 #define PF_EXPIRE_NS 1000000000ull
 #define PF_NEW_BLOCK_PAGES 4u
 
