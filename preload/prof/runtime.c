@@ -1445,7 +1445,20 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	if (!dir || !*dir || strlen(dir) >= sizeof part_dir - 32)
 		return;
 	nkp_enter();
-	strcpy(part_dir, dir);
+	/* Absolute: a child forked after the program changed directory opens its part in the same folder. */
+	if (dir[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd) || strlen(cwd) + 1 + strlen(dir) >= sizeof part_dir - 32) {
+			nkp_leave();
+			return;
+		}
+		size_t cl = strlen(cwd), dl = strlen(dir);
+		memcpy(part_dir, cwd, cl);
+		part_dir[cl] = '/';
+		memcpy(part_dir + cl + 1, dir, dl + 1);
+	} else {
+		strcpy(part_dir, dir);
+	}
 	const char *s = getenv("NK_PROF_SAMPLER");
 	if (!s || !*s || !strcmp(s, "none") || !strcmp(s, "hw"))
 		nkp.sampler = 0;
