@@ -1487,6 +1487,12 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	int rc = begin_part();
 	wr_unlock();
 	if (rc) {
+		/* The one message the runtime prints: the program runs unprofiled and `numakit profile` finds no part. */
+		char msg[PATH_MAX + 128];
+		int n = snprintf(msg, sizeof msg, "libnumakit_prof: cannot write %s: %s; not profiling this process\n",
+				 part_path, strerror(errno));
+		if (n > 0)
+			(void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 		nkp_leave();
 		return;
 	}

@@ -111,6 +111,9 @@ def t_inert(args, d):
     p = run(args, None, [args.prog, "segv_sigaction"])
     check(p.returncode == 0, "inert segv handler %d" % p.returncode)
     check(os.listdir(d) == [], "files written")
+    # A folder that cannot be written: the program still runs, unprofiled, and says why once.
+    p = run(args, os.path.join(d, "missing"), [args.prog, "exit"])
+    check(p.returncode == 3 and b"not profiling" in p.stderr, "unwritable NK_PROF_DIR: %d %s" % (p.returncode, p.stderr))
 
 
 def t_threads(args, d):
