@@ -352,6 +352,16 @@ def t_ring(args, d):
     check(times == sorted(times) or len(set(times)) > 1, "sample times")
 
 
+def t_stress_sampling(args, d):
+    # The concurrent tracked churn while the pagefault sampler revokes pages of those blocks.
+    p, part = pagefault_part(args, d, [args.prog, "stress"], {"NK_PROF_RATE": "5000"})
+    check(p.returncode == 0, "stress under pagefault: %d %s" % (p.returncode, p.stderr))
+    well_formed(part, "exit", "pagefault")
+    allocs = [a for a in recs(part, "ALLOC") if a["kind"] != KIND["STATIC"]]
+    check(len(allocs) == 4 * (300 + 6), "%d ALLOC records" % len(allocs))
+    check(sorted(f["id"] for f in recs(part, "FREE")) == sorted(a["id"] for a in allocs), "FREE ids")
+
+
 def t_segv_sampling(args, d):
     # The program's own SIGSEGV handler keeps working while the pagefault sampler owns SIGSEGV.
     p, part = pagefault_part(args, d, [args.prog, "segv_sigaction"], {})
