@@ -7,7 +7,10 @@
  *               the sample ring and its flusher thread, threads
  *               (pthread_create wrapper), fork/exec, exit and fatal signals,
  *               the signal interposers (sigaction/signal) and the SIGSEGV
- *               dispatcher, the public nk_profile_* hooks.
+ *               dispatcher, the public nk_profile_* hooks.  It owns the
+ *               fatal signals: a sigaction()/signal() call from inside the
+ *               .so goes through its interposer and is recorded as the
+ *               program's handler, so the other files install none.
  *   alloc.c     malloc family / mmap / munmap / mremap interposers,
  *               allocation sites (call stacks), the tracked-range registry,
  *               static segments of loaded objects.
@@ -25,7 +28,9 @@
  *
  * Environment (set by `numakit profile`; without NK_PROF_DIR the runtime
  * stays inactive and every interposer just forwards):
- *   NK_PROF_DIR       folder for part files: <dir>/<pid>.part
+ *   NK_PROF_DIR       folder for part files: <dir>/<pid>.part; an image that
+ *                     exec replaced keeps the pid, so the new image writes
+ *                     <dir>/<pid>.<n>.part (n = 1, 2, ...: first free name)
  *   NK_PROF_SAMPLER   pagefault | trace | none (hw: none here)
  *   NK_PROF_RATE      pagefault: target samples per second per process
  *                     (default 1000); trace: record one access in RATE
@@ -94,6 +99,8 @@ NKP_API void nkp_hook_alloc(const void *addr, size_t len, const char *name);
 NKP_API void nkp_hook_free(const void *addr, size_t len);
 /* nk_apply / next-touch tell the runtime that pages of [addr, addr+len) may have moved. */
 NKP_API void nkp_hook_moved(const void *addr, size_t len);
+/** Append a MAPS record (/proc/self/maps now); no-op when inactive. */
+void nkp_write_maps(void);
 
 /* ---- alloc.c ---- */
 /** Interposers' state after the runtime started (statics registered, sites primed). */
@@ -110,6 +117,31 @@ int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page);
 size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max);
 /** 1 when [page, page + page_size) lies inside a tracked range.  AS-safe (lock-free reads). */
 int nkp_tracked_contains(uintptr_t page);
+/**
+ * Optional (trace.c uses it when alloc.c defines it): a number that changes
+ * whenever the tracked set changes, so that a caller may cache answers of
+ * nkp_tracked_contains.  AS-safe, one atomic load.
+ */
+uint64_t nkp_tracked_generation(void);
+/**
+ * Needed by trace.c (weak there; without it trace falls back to
+ * nkp_tracked_contains and misses the accesses to the partial first and
+ * last pages of every block, e.g. the first 4080 bytes of a malloc'ed one):
+ * 1 when the byte at @p addr lies in a tracked range, which is then
+ * [*lo, *hi); 0 when not, [*lo, *hi) then being the untracked gap around
+ * @p addr (between the neighbouring ranges, 0 and UINTPTR_MAX at the ends).
+ * trace.c caches the span per thread while nkp_tracked_generation() stays
+ * the same.  AS-safe, lock-free.
+ */
+int nkp_tracked_span(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+/* Between runtime.c and alloc.c only. */
+void nkp_alloc_rescan(void);                               /* after dlopen: statics of new objects */
+void nkp_alloc_track_numakit(uintptr_t addr, size_t len);  /* nkp_hook_alloc */
+void nkp_alloc_untrack_numakit(uintptr_t addr, size_t len); /* nkp_hook_free */
+void nkp_alloc_fork_prepare(void);
+void nkp_alloc_fork_parent(void);
+void nkp_alloc_fork_child(void);
+void nkp_alloc_replay(void); /* child after fork: SITE/ALLOC of the inherited live blocks into the new part */
 
 /* ---- pagefault.c ---- */
 void nkp_pf_start(void);
@@ -124,9 +156,53 @@ void nkp_pf_prepare_io(const void *addr, size_t len);
 void nkp_pf_new_block(uintptr_t addr, size_t len);
 /** In the child after fork: the sampler thread did not survive; start again. */
 void nkp_pf_after_fork(void);
+/**
+ * io.c, around one call through which the kernel reads (@p access NK__ACC_READ: write(2)-like) or writes
+ * (NK__ACC_WRITE: read(2)-like) the span [start, end): give back access there, as nkp_pf_prepare_io, and
+ * keep the sampler from revoking pages of the span until nkp_pf_io_end(token) after the call (else the
+ * sampler could revoke the buffer again while the kernel still copies).  Returns the token (-1: nothing to
+ * end).  AS-safe.
+ */
+int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access);
+/** The call of nkp_pf_io_begin's @p token returned.  AS-safe. */
+void nkp_pf_io_end(int token);
+/** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
+void nkp_pf_exclude(uintptr_t start, uintptr_t end);
+/**
+ * The pagefault sampler's END counters as JSON members, `"faults": N, "pagefault": {...}` (no leading
+ * comma), into @p buf; returns their length, 0 when the sampler did not run or @p cap < 256.  runtime.c
+ * adds them to END as it does nkp_trace_end_json (weak: optional).  AS-safe.
+ */
+size_t nkp_pf_end_json(char *buf, size_t cap);
+/** Optional (runtime.c calls it only when defined): pages of [addr, addr+len) may have moved (nk_apply). */
+void nkp_pf_moved(uintptr_t addr, size_t len);
 
-/* ---- trace.c ---- */
+/* ---- trace.c ----
+ * runtime.c calls: nkp_trace_start() when NK_PROF_SAMPLER=trace, after the
+ * part is open; nkp_trace_stop() before END; nkp_trace_moved() from
+ * nkp_hook_moved() and (alloc.c, next to nkp_pf_forget) when tracked memory
+ * is freed or unmapped, so that a block later mapped at the same address
+ * gets its first touches flagged; nkp_trace_after_fork() in the child (after
+ * the new part is open); nkp_trace_end_json() to add its member to the END
+ * JSON (give it a static buffer: about 60 bytes per thread, 16 KiB lists
+ * ~250 threads). */
+/** Sampler TRACE: begin recording (after nkp is set up; threads join lazily on their first access). */
 void nkp_trace_start(void);
+/**
+ * Stop recording and emit the first-touch samples still waiting for their
+ * page's node.  Call before writing END.  AS-safe.
+ */
 void nkp_trace_stop(void);
+/** Pages of [addr, addr+len) may have moved: forget their cached nodes (nkp_hook_moved forwards here).  AS-safe. */
+void nkp_trace_moved(uintptr_t addr, size_t len);
+/** In the child after fork: forget the parent's threads, counters and cached nodes.  AS-safe. */
+void nkp_trace_after_fork(void);
+/**
+ * The trace sampler's END counters as one JSON member, `"trace": {...}`
+ * (no leading comma), written into @p buf; returns its length, 0 when the
+ * sampler did not run or @p cap < 256 (the per-thread list is cut to fit).
+ * AS-safe (no stdio, no allocation).
+ */
+size_t nkp_trace_end_json(char *buf, size_t cap);
 
 #endif

@@ -9,8 +9,11 @@
  * state; it is a list under a mutex because lookups are rare (an API call
  * that needs geometry), never on an element access path.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +87,52 @@ static size_t data_alignment(int nnodes, size_t unit)
 	if (!l)
 		l = (size_t)(nnodes > 0 ? nnodes : 1);
 	return l * unit;
+}
+
+/*
+ * The profiler runtime (libnumakit_prof.so, issue 6) wants to know about
+ * array memory: nkp_hook_alloc/nkp_hook_free, looked up once with
+ * dlsym(RTLD_DEFAULT) like src/profile/hooks.c; absent outside the profiler.
+ */
+typedef void (*prof_alloc_fn)(const void *, size_t, const char *);
+typedef void (*prof_free_fn)(const void *, size_t);
+static prof_alloc_fn prof_alloc;
+static prof_free_fn prof_free;
+static atomic_int prof_state; /* 0 not looked up, 1 looking, 2 done */
+static atomic_uint prof_arrays;
+
+static void prof_lookup(void)
+{
+	int expected = 0;
+
+	if (atomic_load_explicit(&prof_state, memory_order_acquire) == 2)
+		return;
+	if (atomic_compare_exchange_strong(&prof_state, &expected, 1)) {
+		prof_alloc = (prof_alloc_fn)dlsym(RTLD_DEFAULT, "nkp_hook_alloc");
+		prof_free = (prof_free_fn)dlsym(RTLD_DEFAULT, "nkp_hook_free");
+		atomic_store_explicit(&prof_state, 2, memory_order_release);
+		return;
+	}
+	while (atomic_load_explicit(&prof_state, memory_order_acquire) != 2)
+		;
+}
+
+static void prof_array_alloc(const nk_array *a)
+{
+	char name[32];
+
+	prof_lookup();
+	if (!prof_alloc)
+		return;
+	snprintf(name, sizeof name, "nk_array#%u", atomic_fetch_add(&prof_arrays, 1) + 1);
+	prof_alloc(a->data, a->map_len, name);
+}
+
+static void prof_array_free(const nk_array *a)
+{
+	prof_lookup();
+	if (prof_free)
+		prof_free(a->data, a->map_len);
 }
 
 static void registry_add(nk_array *a)
@@ -219,6 +268,7 @@ int nk_array_alloc(const nk_machine *m, size_t elem_size, int ndims, const size_
 		goto out_tables;
 	}
 	registry_add(a);
+	prof_array_alloc(a);
 	*out = a;
 	return 0;
 out_tables:
@@ -235,6 +285,7 @@ void nk_array_free(nk_array *a)
 	if (!a)
 		return;
 	registry_remove(a);
+	prof_array_free(a);
 	nk__os_unmap_aligned(a->data, a->map_len);
 	free(a->table);
 	for (size_t i = 0; i < NK_ARRAY_HISTORY_MAX; i++)

@@ -22,8 +22,11 @@
  */
 #include "memory/memory.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -651,8 +654,45 @@ out:
 	return rc;
 }
 
+/* The profiler runtime (libnumakit_prof.so) caches page nodes: tell it when pages moved.
+ * Looked up once with dlsym(RTLD_DEFAULT) like src/profile/hooks.c; absent outside the profiler. */
+typedef void (*prof_moved_fn)(const void *, size_t);
+static prof_moved_fn prof_moved;
+static atomic_int prof_state; /* 0 not looked up, 1 looking, 2 done */
+
+static prof_moved_fn prof_moved_hook(void)
+{
+	int expected = 0;
+
+	if (atomic_load_explicit(&prof_state, memory_order_acquire) == 2)
+		return prof_moved;
+	if (atomic_compare_exchange_strong(&prof_state, &expected, 1)) {
+		prof_moved = (prof_moved_fn)dlsym(RTLD_DEFAULT, "nkp_hook_moved");
+		atomic_store_explicit(&prof_state, 2, memory_order_release);
+		return prof_moved;
+	}
+	while (atomic_load_explicit(&prof_state, memory_order_acquire) != 2)
+		;
+	return prof_moved;
+}
+
 int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned flags, nk_apply_result *res,
 	     nk_error *err)
 {
-	return nk__apply_ops(m, pl, addr, flags, res, err, &nk__memops_os, 0);
+	nk_apply_result r;
+	int rc;
+
+	memset(&r, 0, sizeof r);
+	r.pages = SIZE_MAX; /* stays so when nk__apply_ops returned before touching *res */
+	rc = nk__apply_ops(m, pl, addr, flags, &r, err, &nk__memops_os, 0);
+	if (r.pages == SIZE_MAX)
+		return rc;
+	if (r.pages_moved) {
+		prof_moved_fn hook = prof_moved_hook();
+		if (hook)
+			hook((const void *)nk__plan_base(pl), (size_t)(nk_plan_num_pages(pl) * nk_plan_page_size(pl)));
+	}
+	if (res)
+		*res = r;
+	return rc;
 }

@@ -1,0 +1,1090 @@
+/*
+ * The `pagefault` sampler of libnumakit_prof.so.
+ *
+ * A sampler thread wakes every period, picks random runs of tracked pages
+ * (nkp_tracked_random_runs), asks the kernel where they live (one batched
+ * move_pages query), records them in the revoked-page table and revokes
+ * access to each run with one mprotect(PROT_NONE).  The next access to such a
+ * page raises SIGSEGV; the runtime's dispatcher calls nkp_pf_fault first,
+ * which gives that one page its access back and turns the fault into a
+ * sample (address, ip, tid, cpu, nodes, read/write).  The instruction then
+ * restarts and succeeds.
+ *
+ * Design:
+ *  - The revoked-page table is open addressing with a bounded probe window
+ *    (PF_PROBE slots after the hash): no tombstones, a lookup reads at most
+ *    PF_PROBE keys, a delete just clears the key.  A key is page | state;
+ *    states ARMING (inserted, mprotect not done yet), ARMED (revoked),
+ *    CLAIMED (someone is giving it back).  Whoever moves a key from ARMED to
+ *    CLAIMED by CAS owns the page's restoration: a faulting thread, an I/O
+ *    wrapper, a free, the expiry, stop.  Two threads faulting on the same
+ *    page: one claims it, the other sees CLAIMED (or nothing) and returns
+ *    "handled" so its instruction runs again - at worst it faults once more
+ *    until the first one's mprotect(RW) landed.  Inserts happen only under
+ *    pf_lock (sampler thread, nkp_pf_new_block), so the metadata of a slot
+ *    is written by one thread before its key is published.
+ *  - The handler takes no lock and allocates nothing: atomics, mprotect,
+ *    sched_getcpu (vDSO), nkp_emit.  A fault that finds no entry although a
+ *    page was ever given back may be ours (restored and cleared by another
+ *    thread between the fault and the lookup): it is retried once (thread
+ *    local address, as src/memory/next_touch.c does) before it goes to the
+ *    program's handler.  Foreign SEGV_ACCERR faults thus arrive twice.
+ *  - First touch: a page that was not present when queried (move_pages
+ *    status -ENOENT) cannot be placed yet when it faults - the faulting
+ *    instruction will place it after we return.  The handler parks the
+ *    sample in the pending array (lock-free: FREE -> FILLING -> READY by
+ *    CAS); the sampler thread queries those pages on its next round and
+ *    emits them with their node and NK__SF_FIRST_TOUCH.  When the pending
+ *    array is full the sample goes out at once with page_node -1.
+ *  - Frees race with revocation: the sampler picks runs without pf_lock
+ *    (nkp_tracked_random_runs takes the registry's own lock; alloc.c may
+ *    call nkp_pf_forget with that lock held, so we never hold pf_lock while
+ *    calling into the registry's locked paths).  nkp_pf_forget takes pf_lock,
+ *    gives back and forgets our pages in the range, and records the range in
+ *    a ring of recent forgets with a generation number and the registry's
+ *    generation.  The sampler, under pf_lock, drops every run that
+ *    intersects a range forgotten since it picked, or forgotten before but
+ *    still in the registry's set when it picked (alloc.c forgets first, then
+ *    drops the range), all of them if the ring overflowed, and re-checks
+ *    nkp_tracked_contains: a freed block is never re-protected.
+ *  - I/O: the kernel does not fault on the program's behalf (read(2) into a
+ *    revoked page fails with EFAULT).  io.c brackets each call with
+ *    nkp_pf_io_begin/nkp_pf_io_end: begin publishes a hold on the buffer's
+ *    span, then gives back our pages there; the sampler, after inserting its
+ *    keys as ARMING and before mprotect, checks the holds (both sides
+ *    seq_cst: either the sampler sees the hold and cancels the run, or begin
+ *    sees the ARMING key and waits until it is ARMED to claim it).  A page we
+ *    give back for I/O is a real access by the kernel for this thread: it is
+ *    emitted as a sample flagged NK__SF_IO with the caller's tid, ip 0, and
+ *    the direction of the call (read(2) = the kernel writes: WRITE).
+ *  - Overhead: every sample costs a fault and two mprotect calls with TLB
+ *    shootdowns (KERNEL-NOTES: ~25 us).  The handler and the sampler add
+ *    their time to pf_cost_ns, plus PF_FAULT_NS per fault for what user
+ *    space cannot time (the trap, TLB shootdowns and refills on the other
+ *    cpus: without it the triad lost 14% at NK_PROF_RATE=20000, with it 2%);
+ *    each period the sampler scales its page count
+ *    so that this stays under PF_MAX_OVERHEAD of the wall time (the rate is
+ *    a target, not a promise).  Revocation is by runs of contiguous pages,
+ *    one mprotect per run; restoration is per page (exact attribution).
+ *    Pages nobody touched for PF_EXPIRE_NS are given back, so the table and
+ *    the number of split mappings stay bounded (at most PF_MAX_OUT pages
+ *    revoked at a time, i.e. at most ~2 * PF_MAX_OUT extra mappings).
+ *  - Weight: the estimated accesses to the page per sampling period, from how
+ *    fast it was touched after arming (period / delay, 1..65535); 1 for
+ *    pages armed by nkp_pf_new_block and for I/O.  A heuristic.
+ *  - move_pages: the OS wrapper (nk__os_move_pages) is hidden inside
+ *    libnumakit; this runtime is a front end like preload/nt_io.c and calls
+ *    syscall(SYS_move_pages) itself.
+ *
+ * Limitations (to be carried into the user documentation of `numakit profile`):
+ *  - Accesses the kernel makes without a wrapper see EFAULT: system calls
+ *    not wrapped by io.c (ioctl, getdents, stat buffers, ...), O_DIRECT or
+ *    asynchronous I/O done by the kernel later (io_uring, aio: the buffer is
+ *    released at submission, the sampler may revoke it again before the
+ *    kernel copies), another process reading our memory (process_vm_readv,
+ *    ptrace, /proc/PID/mem).  futex(2) on a revoked page returns EFAULT;
+ *    glibc then touches the word and retries, so locks keep working.
+ *  - A sigaltstack or a thread stack inside tracked memory that got
+ *    revoked would kill the process when a signal arrives (the kernel cannot
+ *    push the frame): io.c excludes the stacks given to sigaltstack,
+ *    pthread_attr_setstack, setcontext and swapcontext (nkp_pf_exclude, at
+ *    most PF_EXCL distinct ranges, then the sampler stops revoking); stacks
+ *    switched to by other means (boost.context and similar assembly) are not
+ *    known.  alloc.c must not track memory that is not plain RW
+ *    anonymous/heap memory: we give back PROT_READ|PROT_WRITE.
+ *  - A fault inside a signal handler that interrupted our own handler on
+ *    the same thread (SIGSEGV is blocked there) kills the process.
+ *  - At vm.max_map_count, mprotect(RW) of one page can fail (ENOMEM); the
+ *    fault is then passed on as foreign.
+ *  - Revoking pages that are not populated yet (first-touch arming of new
+ *    blocks, random runs in untouched memory) splits the mapping; pieces
+ *    first written while a revoked page separates them get different
+ *    anon_vmas and the kernel never merges them again (observed on 6.18).
+ *    mremap(2) of a range spanning such pieces then fails with EFAULT:
+ *    glibc's realloc falls back to copying, a program's own mremap needs the
+ *    runtime's mremap interposer to fall back the same way (tests/prof
+ *    churn scenario).  It also leaves a few more mappings per block.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "os/os.h"
+#include "prof.h"
+
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_POINTER_LOCK_FREE == 2,
+	       "the SIGSEGV handler needs lock-free atomics");
+
+#define PF_TLS __attribute__((tls_model("initial-exec")))
+
+#ifndef PF_SLOTS
+#define PF_SLOTS 8192u /* revoked-page table size, a power of two */
+#endif
+#define PF_PROBE 32u              /* probe window of the table */
+#define PF_MAX_OUT (PF_SLOTS / 2) /* at most this many pages revoked at a time */
+#define PF_MAX_RUNS 64            /* runs per round */
+#define PF_MAX_RUN 16             /* pages per run */
+#define PF_PENDING 1024u          /* first-touch samples waiting for their node */
+#define PF_HOLDS 256u             /* I/O calls in flight holding spans */
+#define PF_FORGETS 64u            /* ring of recently forgotten ranges */
+#define PF_OWN 8                  /* writable segments of this object (never revoked) */
+#define PF_MAX_OVERHEAD 0.05      /* fraction of wall time the sampler may cost */
+#define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
+#define PF_EXPIRE_NS 1000000000ull
+#define PF_NEW_BLOCK_PAGES 4u
+
+enum { PF_ARMING = 1, PF_ARMED = 2, PF_CLAIMED = 3, PF_STATE = 3 };
+
+struct pf_meta {
+	uint64_t armed_ns;
+	int16_t node;   /* node at arm time, -1 not present */
+	uint8_t flags;  /* NK__SF_FIRST_TOUCH when not present */
+	uint8_t random; /* 1: picked by the sampler (weight by rate); 0: new block */
+};
+
+static _Atomic uintptr_t pf_key[PF_SLOTS];
+static struct pf_meta pf_meta[PF_SLOTS];
+static atomic_uint pf_out;          /* pages revoked now */
+static atomic_ulong pf_released;    /* pages ever given back (retry logic) */
+static atomic_ulong pf_cost_ns;     /* time spent, for the governor */
+static atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
+static atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
+static atomic_int pf_running;       /* the sampler thread should go on */
+static atomic_uint pf_period_ns = 10000000u;
+static atomic_int pf_over;           /* the governor cut the rate last period: new blocks are not armed */
+
+static uintptr_t pf_ps = 4096, pf_shift = 12;
+
+static _Thread_local uintptr_t pf_retry_addr PF_TLS;
+
+/* First-touch samples waiting for the sampler thread. */
+enum { PN_FREE = 0, PN_FILLING = 1, PN_READY = 2 };
+static struct {
+	atomic_int state;
+	struct nk__nkp_sample s;
+} pf_pending[PF_PENDING];
+
+/* Spans under I/O: [start, end), start 0 = free. */
+static struct {
+	_Atomic uintptr_t start;
+	_Atomic uintptr_t end;
+} pf_hold[PF_HOLDS];
+static atomic_int pf_hold_overflow; /* I/O calls in flight that found no hold slot: sampler pauses */
+
+/* Ranges never to revoke (stacks the kernel pushes signal frames on, stdio buffers): append only. */
+#define PF_EXCL 1024u
+static struct {
+	_Atomic uintptr_t start;
+	_Atomic uintptr_t end;
+} pf_excl[PF_EXCL];
+static atomic_uint pf_n_excl;
+static atomic_int pf_excl_full; /* more ranges than PF_EXCL: the sampler stops revoking */
+
+/* Recently forgotten ranges, written under pf_lock. */
+static struct {
+	uint64_t gen;  /* pf_forget_gen of this forget */
+	uint64_t tgen; /* nkp_tracked_generation() at the forget: the registry drops the range after it */
+	uintptr_t start, end;
+} pf_forgot[PF_FORGETS];
+static uint64_t pf_forget_gen;
+
+static struct {
+	uintptr_t start, end;
+} pf_own[PF_OWN];
+static int pf_n_own;
+
+static pthread_mutex_t pf_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pf_wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pf_wake;
+static pthread_t pf_thread;
+static int pf_thread_live;
+static uint64_t pf_rng;
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t pf_rand(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static unsigned pf_hash(uintptr_t page)
+{
+	uint64_t h = (uint64_t)(page >> pf_shift) * 0x9e3779b97f4a7c15ull;
+	return (unsigned)(h >> 40) & (PF_SLOTS - 1);
+}
+
+/* move_pages(0, n, pages, NULL, status, 0): query only.  See the header comment for why not nk__os_move_pages. */
+static long pf_query(unsigned long n, void **pages, int *status)
+{
+	long r = syscall(SYS_move_pages, 0, n, pages, NULL, status, 0);
+	return r < 0 ? -errno : r;
+}
+
+/*
+ * The nodes of @p pages into @p status, for arming: node >= 0, -ENOENT not present (first touch), any
+ * other negative value unknown.  Without move_pages (a kernel without NUMA, a seccomp filter) every page
+ * is "unknown": the sampler still samples, without nodes.
+ */
+static void pf_query_or_unknown(unsigned long n, void **pages, int *status)
+{
+	if (pf_query(n, pages, status) < 0)
+		for (unsigned long i = 0; i < n; i++)
+			status[i] = -ENOSYS;
+}
+
+static void pf_cost(uint64_t ns)
+{
+	atomic_fetch_add_explicit(&pf_cost_ns, ns, memory_order_relaxed);
+}
+
+/* The slot holding @p page (any state), or -1.  AS-safe. */
+static int pf_find(uintptr_t page)
+{
+	unsigned h = pf_hash(page);
+
+	for (unsigned i = 0; i < PF_PROBE; i++) {
+		unsigned j = (h + i) & (PF_SLOTS - 1);
+		uintptr_t k = atomic_load_explicit(&pf_key[j], memory_order_acquire);
+		if ((k & ~(uintptr_t)PF_STATE) == page && k)
+			return (int)j;
+	}
+	return -1;
+}
+
+/* Insert @p page as ARMING.  Under pf_lock.  The slot, or -1 (present already or window full). */
+static int pf_insert(uintptr_t page, int node, uint8_t flags, uint8_t random, uint64_t now)
+{
+	unsigned h = pf_hash(page);
+	int free_slot = -1;
+
+	for (unsigned i = 0; i < PF_PROBE; i++) {
+		unsigned j = (h + i) & (PF_SLOTS - 1);
+		uintptr_t k = atomic_load_explicit(&pf_key[j], memory_order_acquire);
+		if (k && (k & ~(uintptr_t)PF_STATE) == page)
+			return -1;
+		if (!k && free_slot < 0)
+			free_slot = (int)j;
+	}
+	if (free_slot < 0)
+		return -1;
+	pf_meta[free_slot] =
+		(struct pf_meta){ .armed_ns = now, .node = (int16_t)node, .flags = flags, .random = random };
+	/* Only inserters (serialised by pf_lock) move a key away from 0. */
+	atomic_store_explicit(&pf_key[free_slot], page | PF_ARMING, memory_order_seq_cst);
+	/* seq_cst: a hold or an exclusion published before this is seen by pf_arm_run; one published after
+	 * sees pf_out > 0 and looks for the key (pf_release_range). */
+	atomic_fetch_add_explicit(&pf_out, 1, memory_order_seq_cst);
+	return free_slot;
+}
+
+/* Drop an ARMING or CLAIMED key we own.  */
+static void pf_clear(int slot)
+{
+	atomic_store_explicit(&pf_key[slot], 0, memory_order_release);
+	atomic_fetch_sub_explicit(&pf_out, 1, memory_order_relaxed);
+}
+
+enum { PF_GOT = 0, PF_GONE = 1, PF_BUSY = 2 };
+
+/* Try to move @p slot from ARMED(page) to CLAIMED.  AS-safe. */
+static int pf_claim(int slot, uintptr_t page)
+{
+	uintptr_t k = atomic_load_explicit(&pf_key[slot], memory_order_acquire);
+
+	for (;;) {
+		if ((k & ~(uintptr_t)PF_STATE) != page || !k)
+			return PF_GONE;
+		if ((k & PF_STATE) != PF_ARMED)
+			return PF_BUSY;
+		if (atomic_compare_exchange_weak_explicit(&pf_key[slot], &k, page | PF_CLAIMED, memory_order_acq_rel,
+							  memory_order_acquire))
+			return PF_GOT;
+	}
+}
+
+/* Give back a claimed page and clear its slot.  0 or -errno (the slot is then ARMED again).  AS-safe. */
+static int pf_restore(int slot, uintptr_t page)
+{
+	int rc = nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+	if (rc) {
+		atomic_store_explicit(&pf_key[slot], page | PF_ARMED, memory_order_release);
+		return rc;
+	}
+	pf_clear(slot);
+	atomic_fetch_add_explicit(&pf_released, 1, memory_order_seq_cst);
+	return 0;
+}
+
+static int pf_cpu(void)
+{
+	int c = sched_getcpu();
+	return c < 0 || c > INT16_MAX ? -1 : c;
+}
+
+/* Hand a sample out now, or park it for the sampler thread when its page was not present.  AS-safe. */
+static void pf_deliver(struct nk__nkp_sample *s)
+{
+	if (s->flags & NK__SF_FIRST_TOUCH) {
+		unsigned start = (unsigned)(s->addr >> pf_shift);
+		for (unsigned i = 0; i < PF_PENDING; i++) {
+			unsigned j = (start + i) & (PF_PENDING - 1);
+			int st = PN_FREE;
+			if (atomic_compare_exchange_strong_explicit(&pf_pending[j].state, &st, PN_FILLING,
+								    memory_order_acquire, memory_order_relaxed)) {
+				pf_pending[j].s = *s;
+				atomic_store_explicit(&pf_pending[j].state, PN_READY, memory_order_release);
+				return;
+			}
+		}
+		atomic_fetch_add_explicit(&pf_lost, 1, memory_order_relaxed);
+	}
+	nkp_emit(s);
+}
+
+/* A sample for @p page of @p slot (claimed by us). */
+static void pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64_t now)
+{
+	const struct pf_meta *m = &pf_meta[slot];
+	int cpu = pf_cpu();
+
+	memset(s, 0, sizeof *s);
+	s->time_ns = now;
+	s->addr = addr;
+	s->tid = nkp_tid();
+	s->cpu = (int16_t)cpu;
+	s->cpu_node = (int16_t)(cpu >= 0 ? nkp_cpu_node(cpu) : -1);
+	s->page_node = m->flags & NK__SF_FIRST_TOUCH ? -1 : m->node;
+	s->phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed);
+	s->sampler = NK__SAMPLER_PAGEFAULT;
+	s->flags = m->flags;
+	s->weight = 1;
+	if (m->random && now > m->armed_ns) {
+		uint64_t w = atomic_load_explicit(&pf_period_ns, memory_order_relaxed) / (now - m->armed_ns);
+		s->weight = w < 1 ? 1 : w > 65535 ? 65535 : (uint32_t)w;
+	}
+}
+
+/* ------------------------------------------------------------ the fault */
+
+/* Instruction pointer and access kind from the signal context.  AS-safe. */
+static void pf_decode_context(void *uctx, uint64_t *ip, uint8_t *access)
+{
+	*ip = 0;
+	*access = NK__ACC_UNKNOWN;
+	if (!uctx)
+		return;
+#if defined(__x86_64__)
+	const ucontext_t *uc = uctx;
+	*ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	/* Page-fault error code: bit 1 = write access. */
+	*access = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? NK__ACC_WRITE : NK__ACC_READ;
+#elif defined(__aarch64__)
+	const ucontext_t *uc = uctx;
+	*ip = (uint64_t)uc->uc_mcontext.pc;
+	/* The kernel appends records to __reserved; esr_context (magic ESR_MAGIC) holds the ESR, whose bit 6
+	 * (WnR) tells a write from a read for data aborts.  Layout from <asm/sigcontext.h>, not included: its
+	 * struct sigcontext clashes with glibc's. */
+	const unsigned char *p = (const unsigned char *)uc->uc_mcontext.__reserved;
+	const unsigned char *end = p + sizeof uc->uc_mcontext.__reserved;
+	while (p + 8 <= end) {
+		uint32_t magic, size;
+		memcpy(&magic, p, 4);
+		memcpy(&size, p + 4, 4);
+		if (!magic || size < 8 || size > (size_t)(end - p))
+			break;
+		if (magic == 0x45535201u && size >= 16) {
+			uint64_t esr;
+			memcpy(&esr, p + 8, 8);
+			*access = (esr & (1u << 6)) ? NK__ACC_WRITE : NK__ACC_READ;
+			break;
+		}
+		p += size;
+	}
+#endif
+}
+
+int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
+{
+	void *addr;
+	uintptr_t a, page;
+	int slot, saved_errno;
+
+	if (sig != SIGSEGV || !info || !atomic_load_explicit(&pf_started, memory_order_acquire))
+		return 0;
+	if (nk__os_fault_decode(info, &addr) != NK__FAULT_ACCESS)
+		return 0;
+	saved_errno = errno;
+	a = (uintptr_t)addr;
+	page = a & ~(pf_ps - 1);
+	slot = pf_find(page);
+	if (slot < 0) {
+		/* Possibly ours, given back and cleared by another thread after the fault was raised. */
+		if (atomic_load_explicit(&pf_released, memory_order_seq_cst) && pf_retry_addr != a) {
+			pf_retry_addr = a;
+			errno = saved_errno;
+			return 1;
+		}
+		pf_retry_addr = 0;
+		errno = saved_errno;
+		return 0;
+	}
+	pf_retry_addr = 0;
+	uint64_t t0 = nkp_now();
+	int c = pf_claim(slot, page);
+	if (c != PF_GOT) {
+		/* ARMING: the sampler's mprotect is in flight; CLAIMED: another thread gives it back; GONE: given
+		 * back already.  All three: run the instruction again. */
+		errno = saved_errno;
+		return 1;
+	}
+	struct nk__nkp_sample s;
+	pf_sample(&s, slot, a, t0);
+	if (pf_restore(slot, page)) {
+		errno = saved_errno;
+		return 0;
+	}
+	pf_decode_context(uctx, &s.ip, &s.access);
+	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
+		pf_deliver(&s);
+	pf_cost(nkp_now() - t0 + PF_FAULT_NS);
+	errno = saved_errno;
+	return 1;
+}
+
+/* ------------------------------------------------------------ giving back */
+
+/* Give back every page of ours in [s, e); when @p io, emit them as I/O samples with @p access.  AS-safe. */
+static void pf_release_range(uintptr_t s, uintptr_t e, int io, uint8_t access)
+{
+	if (!atomic_load_explicit(&pf_out, memory_order_seq_cst) || e <= s)
+		return;
+	s &= ~(pf_ps - 1);
+	uintptr_t npages = (e - s + pf_ps - 1) >> pf_shift;
+	uint64_t now = 0;
+
+	for (unsigned i = 0; npages > PF_SLOTS / PF_PROBE ? i < PF_SLOTS : i < npages; i++) {
+		int slot;
+		uintptr_t page;
+		if (npages > PF_SLOTS / PF_PROBE) {
+			uintptr_t k = atomic_load_explicit(&pf_key[i], memory_order_acquire);
+			page = k & ~(uintptr_t)PF_STATE;
+			if (!k || page < s || page >= e)
+				continue;
+			slot = (int)i;
+		} else {
+			page = s + ((uintptr_t)i << pf_shift);
+			slot = pf_find(page);
+			if (slot < 0)
+				continue;
+		}
+		for (unsigned spins = 0;; spins++) {
+			int c = pf_claim(slot, page);
+			if (c == PF_GONE)
+				break;
+			if (c == PF_GOT) {
+				struct nk__nkp_sample smp;
+				if (!now)
+					now = nkp_now();
+				pf_sample(&smp, slot, page, now);
+				if (pf_restore(slot, page) == 0 && io) {
+					smp.flags |= NK__SF_IO;
+					smp.access = access;
+					smp.weight = 1;
+					atomic_fetch_add_explicit(&pf_io_pages, 1, memory_order_relaxed);
+					if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
+						pf_deliver(&smp);
+				}
+				break;
+			}
+			/* BUSY.  ARMING: the sampler is between insert and mprotect; wait for it.  CLAIMED: another
+			 * thread is giving it back; make sure it is accessible before our caller goes on (the same
+			 * mprotect twice is harmless), then wait for the slot to clear. */
+			if ((atomic_load_explicit(&pf_key[slot], memory_order_acquire) & PF_STATE) == PF_CLAIMED &&
+			    spins > 64) {
+				nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+				break;
+			}
+			sched_yield();
+		}
+	}
+}
+
+void nkp_pf_prepare_io(const void *addr, size_t len)
+{
+	uintptr_t s = (uintptr_t)addr;
+
+	if (!addr || !len || !atomic_load_explicit(&pf_started, memory_order_acquire))
+		return;
+	pf_release_range(s, s + len < s ? UINTPTR_MAX : s + len, 1, NK__ACC_UNKNOWN);
+}
+
+int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access)
+{
+	int token = -1;
+
+	if (end <= start || !atomic_load_explicit(&pf_started, memory_order_acquire))
+		return -1;
+	start &= ~(pf_ps - 1);
+	for (unsigned i = 0; i < PF_HOLDS; i++) {
+		unsigned j = (unsigned)(start >> pf_shift) + i;
+		j &= PF_HOLDS - 1;
+		uintptr_t z = 0;
+		if (atomic_compare_exchange_strong_explicit(&pf_hold[j].start, &z, start, memory_order_seq_cst,
+							    memory_order_relaxed)) {
+			atomic_store_explicit(&pf_hold[j].end, end, memory_order_seq_cst);
+			token = (int)j;
+			break;
+		}
+	}
+	if (token < 0) {
+		atomic_fetch_add_explicit(&pf_hold_overflow, 1, memory_order_seq_cst);
+		token = (int)PF_HOLDS;
+	}
+	/* The hold is visible (seq_cst) before we look for ARMING/ARMED keys: see the header comment. */
+	pf_release_range(start, end, 1, (uint8_t)access);
+	return token;
+}
+
+void nkp_pf_io_end(int token)
+{
+	if (token < 0)
+		return;
+	if (token >= (int)PF_HOLDS) {
+		atomic_fetch_sub_explicit(&pf_hold_overflow, 1, memory_order_seq_cst);
+		return;
+	}
+	atomic_store_explicit(&pf_hold[token].end, 0, memory_order_relaxed);
+	atomic_store_explicit(&pf_hold[token].start, 0, memory_order_seq_cst);
+}
+
+/* 1 when [s, e) intersects a span under I/O.  A hold whose end is not written yet counts as unbounded. */
+static int pf_held(uintptr_t s, uintptr_t e)
+{
+	if (atomic_load_explicit(&pf_hold_overflow, memory_order_seq_cst))
+		return 1;
+	for (unsigned i = 0; i < PF_HOLDS; i++) {
+		uintptr_t hs = atomic_load_explicit(&pf_hold[i].start, memory_order_seq_cst);
+		if (!hs)
+			continue;
+		uintptr_t he = atomic_load_explicit(&pf_hold[i].end, memory_order_seq_cst);
+		if (!he)
+			he = UINTPTR_MAX;
+		if (hs < e && s < he)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when [s, e) intersects an excluded range (or we cannot tell). */
+static int pf_excluded(uintptr_t s, uintptr_t e)
+{
+	if (atomic_load_explicit(&pf_excl_full, memory_order_seq_cst))
+		return 1;
+	unsigned n = atomic_load_explicit(&pf_n_excl, memory_order_seq_cst);
+	for (unsigned i = 0; i < n && i < PF_EXCL; i++) {
+		uintptr_t xs = atomic_load_explicit(&pf_excl[i].start, memory_order_seq_cst);
+		uintptr_t xe = atomic_load_explicit(&pf_excl[i].end, memory_order_seq_cst);
+		if (xs && xs < e && s < xe)
+			return 1;
+	}
+	return 0;
+}
+
+void nkp_pf_exclude(uintptr_t start, uintptr_t end)
+{
+	if (!start || end <= start)
+		return;
+	start &= ~(pf_ps - 1);
+	/* Stacks are often handed out again (thread pools, coroutine pools): one entry per range. */
+	unsigned n = atomic_load_explicit(&pf_n_excl, memory_order_seq_cst);
+	for (unsigned i = 0; i < n && i < PF_EXCL; i++)
+		if (atomic_load_explicit(&pf_excl[i].start, memory_order_relaxed) == start &&
+		    atomic_load_explicit(&pf_excl[i].end, memory_order_relaxed) == end)
+			return;
+	unsigned i = atomic_fetch_add_explicit(&pf_n_excl, 1, memory_order_seq_cst);
+	if (i >= PF_EXCL) {
+		atomic_store_explicit(&pf_excl_full, 1, memory_order_seq_cst);
+	} else {
+		atomic_store_explicit(&pf_excl[i].end, end, memory_order_seq_cst);
+		atomic_store_explicit(&pf_excl[i].start, start, memory_order_seq_cst);
+	}
+	if (atomic_load_explicit(&pf_started, memory_order_acquire))
+		pf_release_range(start, end, 0, NK__ACC_UNKNOWN);
+}
+
+void nkp_pf_forget(uintptr_t addr, size_t len)
+{
+	uintptr_t e = addr + len < addr ? UINTPTR_MAX : addr + len;
+
+	if (!len || !atomic_load_explicit(&pf_started, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&pf_lock);
+	pf_forget_gen++;
+	unsigned j = (unsigned)(pf_forget_gen % PF_FORGETS);
+	pf_forgot[j].gen = pf_forget_gen;
+	pf_forgot[j].tgen = nkp_tracked_generation();
+	pf_forgot[j].start = addr;
+	pf_forgot[j].end = e;
+	pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+	pthread_mutex_unlock(&pf_lock);
+}
+
+/*
+ * Under pf_lock: 1 when a run [s, e) picked after reading pf_forget_gen == @p since and
+ * nkp_tracked_generation() == @p tsince may lie in freed memory (or we cannot tell): it intersects a range
+ * forgotten after we began, or one forgotten before whose removal from the registry was not yet published
+ * when we began (alloc.c calls nkp_pf_forget before it drops the range, under its lock, and bumps the
+ * registry's generation after publishing the new set: tgen >= tsince means the picks may still see it).
+ */
+static int pf_forgotten(uint64_t since, uint64_t tsince, uintptr_t s, uintptr_t e)
+{
+	if (pf_forget_gen - since >= PF_FORGETS)
+		return 1;
+	uint64_t first = pf_forget_gen >= PF_FORGETS ? pf_forget_gen - PF_FORGETS + 1 : 1;
+	for (uint64_t g = first; g <= pf_forget_gen; g++) {
+		unsigned j = (unsigned)(g % PF_FORGETS);
+		if ((g > since || pf_forgot[j].tgen >= tsince) && pf_forgot[j].start < e && s < pf_forgot[j].end)
+			return 1;
+	}
+	return 0;
+}
+
+static int pf_is_own(uintptr_t s, uintptr_t e)
+{
+	for (int i = 0; i < pf_n_own; i++)
+		if (pf_own[i].start < e && s < pf_own[i].end)
+			return 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ arming */
+
+/*
+ * Under pf_lock: revoke [start, start + n pages) whose nodes are @p status (move_pages status, <0 not
+ * present).  All or nothing.  Returns pages armed.
+ */
+static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now)
+{
+	int slots[PF_MAX_RUN];
+	uintptr_t end = start + ((uintptr_t)n << pf_shift);
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		int st = status[k];
+		slots[k] = pf_insert(start + ((uintptr_t)k << pf_shift), st >= 0 ? st : -1,
+				     st == -ENOENT ? NK__SF_FIRST_TOUCH : 0, random, now);
+		if (slots[k] < 0)
+			break;
+	}
+	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
+	if (k < n || pf_held(start, end) || pf_excluded(start, end) ||
+	    nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+		for (unsigned i = 0; i < k; i++)
+			pf_clear(slots[i]);
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		atomic_store_explicit(&pf_key[slots[i]], (start + ((uintptr_t)i << pf_shift)) | PF_ARMED,
+				      memory_order_release);
+	return n;
+}
+
+void nkp_pf_new_block(uintptr_t addr, size_t len)
+{
+	uintptr_t s = (addr + pf_ps - 1) & ~(pf_ps - 1);
+	uintptr_t e = (addr + len) & ~(pf_ps - 1);
+
+	if (!atomic_load_explicit(&pf_running, memory_order_acquire) ||
+	    !atomic_load_explicit(&nkp.sampling, memory_order_relaxed) || addr + len < addr || e <= s)
+		return;
+	if (atomic_load_explicit(&pf_out, memory_order_relaxed) >= PF_MAX_OUT ||
+	    atomic_load_explicit(&pf_over, memory_order_relaxed))
+		return;
+	uint64_t t0 = nkp_now();
+	uintptr_t np = (e - s) >> pf_shift;
+	unsigned n = np < PF_NEW_BLOCK_PAGES ? (unsigned)np : PF_NEW_BLOCK_PAGES;
+	void *pages[PF_NEW_BLOCK_PAGES];
+	int status[PF_NEW_BLOCK_PAGES];
+
+	/* Evenly spread: the first page, then the block's quarters (initialisation often runs by thread). */
+	for (unsigned i = 0; i < n; i++)
+		pages[i] = (void *)(s + (((uintptr_t)i * np / n) << pf_shift));
+	pthread_mutex_lock(&pf_lock);
+	pf_query_or_unknown(n, pages, status);
+	for (unsigned i = 0; i < n; i++)
+		pf_arm_run((uintptr_t)pages[i], 1, &status[i], 0, t0);
+	pthread_mutex_unlock(&pf_lock);
+	pf_cost(nkp_now() - t0);
+}
+
+/* ------------------------------------------------------------ the sampler thread */
+
+/* Emit the parked first-touch samples with the node their page got.  Sampler thread (or stop). */
+static void pf_flush_pending(void)
+{
+	void *pages[64];
+	int status[64];
+	unsigned idx[64], n = 0;
+
+	for (unsigned i = 0; i <= PF_PENDING; i++) {
+		if (i < PF_PENDING && atomic_load_explicit(&pf_pending[i].state, memory_order_acquire) == PN_READY) {
+			idx[n] = i;
+			pages[n] = (void *)(uintptr_t)(pf_pending[i].s.addr & ~(uint64_t)(pf_ps - 1));
+			n++;
+		}
+		if (n == 64 || (i == PF_PENDING && n)) {
+			if (pf_query(n, pages, status) < 0)
+				for (unsigned k = 0; k < n; k++)
+					status[k] = -1;
+			for (unsigned k = 0; k < n; k++) {
+				pf_pending[idx[k]].s.page_node = (int16_t)(status[k] >= 0 ? status[k] : -1);
+				nkp_emit(&pf_pending[idx[k]].s);
+				atomic_store_explicit(&pf_pending[idx[k]].state, PN_FREE, memory_order_release);
+			}
+			n = 0;
+		}
+	}
+}
+
+/* Give back pages armed before @p before (all when UINT64_MAX).  Returns how many. */
+static unsigned pf_expire(uint64_t before)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < PF_SLOTS; i++) {
+		uintptr_t k = atomic_load_explicit(&pf_key[i], memory_order_acquire);
+		if ((k & PF_STATE) != PF_ARMED)
+			continue;
+		uintptr_t page = k & ~(uintptr_t)PF_STATE;
+		if (pf_claim((int)i, page) != PF_GOT)
+			continue;
+		if (pf_meta[i].armed_ns >= before) {
+			atomic_store_explicit(&pf_key[i], page | PF_ARMED, memory_order_release);
+			continue;
+		}
+		if (pf_restore((int)i, page) == 0)
+			n++;
+	}
+	atomic_fetch_add_explicit(&pf_expired, n, memory_order_relaxed);
+	return n;
+}
+
+/* One round: revoke about @p want pages in runs of @p run.  Returns pages armed. */
+static unsigned pf_round(unsigned want, unsigned run)
+{
+	uintptr_t starts[PF_MAX_RUNS];
+	void *pages[PF_MAX_RUNS * PF_MAX_RUN];
+	int status[PF_MAX_RUNS * PF_MAX_RUN];
+	size_t nruns = (want + run - 1) / run, got;
+	unsigned armed = 0, np = 0;
+	uint64_t gen, tgen;
+
+	if (nruns > PF_MAX_RUNS)
+		nruns = PF_MAX_RUNS;
+	pthread_mutex_lock(&pf_lock);
+	gen = pf_forget_gen;
+	pthread_mutex_unlock(&pf_lock);
+	tgen = nkp_tracked_generation();
+	got = nkp_tracked_random_runs(&pf_rng, run, starts, nruns);
+	if (!got)
+		return 0;
+	uint64_t t0 = nkp_now();
+	pthread_mutex_lock(&pf_lock);
+	for (size_t r = 0; r < got; r++) {
+		uintptr_t s = starts[r] & ~(pf_ps - 1), e = s + ((uintptr_t)run << pf_shift);
+		if (pf_forgotten(gen, tgen, s, e) || pf_is_own(s, e) || !nkp_tracked_contains(s) ||
+		    !nkp_tracked_contains(e - pf_ps)) {
+			starts[r] = 0;
+			continue;
+		}
+		starts[r] = s;
+		for (unsigned k = 0; k < run; k++)
+			pages[np++] = (void *)(s + ((uintptr_t)k << pf_shift));
+	}
+	if (np) {
+		pf_query_or_unknown(np, pages, status);
+		unsigned p = 0;
+		for (size_t r = 0; r < got; r++) {
+			if (!starts[r])
+				continue;
+			armed += pf_arm_run(starts[r], run, &status[p], 1, t0);
+			p += run;
+		}
+	}
+	pthread_mutex_unlock(&pf_lock);
+	pf_cost(nkp_now() - t0);
+	return armed;
+}
+
+static void *pf_main(void *arg)
+{
+	sigset_t all;
+	double scale = 1.0;
+	uint64_t last_cost = atomic_load(&pf_cost_ns), last = nkp_now(), last_expire = last;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (atomic_load_explicit(&pf_running, memory_order_acquire)) {
+		uint64_t period = atomic_load_explicit(&pf_period_ns, memory_order_relaxed);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + period;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_mutex_lock(&pf_wake_lock);
+		if (atomic_load_explicit(&pf_running, memory_order_acquire))
+			pthread_cond_timedwait(&pf_wake, &pf_wake_lock, &ts);
+		pthread_mutex_unlock(&pf_wake_lock);
+		if (!atomic_load_explicit(&pf_running, memory_order_acquire))
+			break;
+
+		pf_flush_pending();
+		uint64_t now = nkp_now(), cost = atomic_load(&pf_cost_ns);
+		if (now > last) {
+			/* The governor: keep the measured cost under PF_MAX_OVERHEAD of the wall time. */
+			double frac = (double)(cost - last_cost) / (double)(now - last);
+			if (frac > PF_MAX_OVERHEAD)
+				scale *= PF_MAX_OVERHEAD / frac;
+			else if (scale < 1.0)
+				scale = scale * 1.25 > 1.0 ? 1.0 : scale * 1.25;
+			if (scale < 0.001)
+				scale = 0.001;
+			atomic_store_explicit(&pf_over, frac > PF_MAX_OVERHEAD, memory_order_relaxed);
+		}
+		last = now;
+		last_cost = cost;
+		if (now - last_expire > PF_EXPIRE_NS / 4) {
+			pf_expire(now > PF_EXPIRE_NS ? now - PF_EXPIRE_NS : 0);
+			last_expire = now;
+		}
+		if (!atomic_load_explicit(&nkp.sampling, memory_order_relaxed)) {
+			/* Paused (region of interest): no fault may cost the program anything meanwhile. */
+			if (atomic_load_explicit(&pf_out, memory_order_relaxed)) {
+				pthread_mutex_lock(&pf_lock);
+				pf_expire(UINT64_MAX);
+				pthread_mutex_unlock(&pf_lock);
+			}
+			continue;
+		}
+		double target = nkp.rate * (double)period / 1e9 * scale;
+		unsigned want = target < 1.0 ? 1u : (unsigned)(target + 0.5);
+		unsigned out = atomic_load_explicit(&pf_out, memory_order_relaxed);
+		if (out >= PF_MAX_OUT)
+			continue;
+		if (want > PF_MAX_OUT - out)
+			want = PF_MAX_OUT - out;
+		if (want > PF_MAX_RUNS * PF_MAX_RUN)
+			want = PF_MAX_RUNS * PF_MAX_RUN;
+		/* Runs of up to PF_MAX_RUN pages, at least 4 runs a round so the picks stay spread. */
+		unsigned run = want / 4;
+		run = run < 1 ? 1 : run > PF_MAX_RUN ? PF_MAX_RUN : run;
+		pf_round(want, run);
+	}
+	return NULL;
+}
+
+static int pf_own_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data;
+	int mine = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= s && me < s + ph->p_memsz)
+			mine = 1;
+	}
+	if (!mine)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && pf_n_own < PF_OWN; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+			pf_own[pf_n_own].start = s & ~(pf_ps - 1);
+			pf_own[pf_n_own].end = s + ph->p_memsz + pf_ps;
+			pf_n_own++;
+		}
+	}
+	return 1;
+}
+
+typedef int pthread_create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static void pf_spawn(void)
+{
+	/* The real pthread_create: the runtime's wrapper would register the sampler as a program thread. */
+	static pthread_create_fn *real;
+	if (!real)
+		real = (pthread_create_fn *)dlsym(RTLD_NEXT, "pthread_create");
+	if (!real)
+		real = pthread_create;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&pf_wake, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_store_explicit(&pf_running, 1, memory_order_release);
+	nkp_enter();
+	pf_thread_live = real(&pf_thread, NULL, pf_main, NULL) == 0;
+	nkp_leave();
+	if (!pf_thread_live)
+		atomic_store_explicit(&pf_running, 0, memory_order_release);
+}
+
+void nkp_pf_start(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	if (atomic_load(&pf_running))
+		return;
+	pf_ps = (uintptr_t)(nkp.page_size > 0 ? nkp.page_size : ps > 0 ? ps : 4096);
+	pf_shift = (uintptr_t)__builtin_ctzl(pf_ps);
+	pf_rng = nkp.seed ? nkp.seed : (uint64_t)nkp_now() ^ (uint64_t)getpid() << 32;
+	pf_rand(&pf_rng);
+	/* Period: 10 ms, longer when the rate asks for less than a page per 10 ms. */
+	uint64_t period = 10000000u;
+	if (nkp.rate > 0 && nkp.rate < 100)
+		period = (uint64_t)(1e9 / nkp.rate);
+	if (period > 1000000000u)
+		period = 1000000000u;
+	atomic_store(&pf_period_ns, (unsigned)period);
+	pf_n_own = 0;
+	dl_iterate_phdr(pf_own_cb, (void *)(uintptr_t)&pf_key);
+	atomic_store_explicit(&pf_started, 1, memory_order_release);
+	pf_spawn();
+}
+
+static void pf_stop_thread(void)
+{
+	atomic_store_explicit(&pf_running, 0, memory_order_release);
+	if (!pf_thread_live)
+		return;
+	pthread_mutex_lock(&pf_wake_lock);
+	pthread_cond_broadcast(&pf_wake);
+	pthread_mutex_unlock(&pf_wake_lock);
+	pthread_join(pf_thread, NULL);
+	pf_thread_live = 0;
+}
+
+void nkp_pf_stop(void)
+{
+	if (!atomic_load(&pf_started))
+		return;
+	pf_stop_thread();
+	pthread_mutex_lock(&pf_lock);
+	pf_expire(UINT64_MAX);
+	pthread_mutex_unlock(&pf_lock);
+	pf_flush_pending();
+	/* pf_started stays 1: a fault racing with the stop still finds its retry. */
+}
+
+void nkp_pf_after_fork(void)
+{
+	if (!atomic_load(&pf_started))
+		return;
+	/* Only the forking thread survived: locks may be held by ghosts, holds and claims belong to them.
+	 * An ARMING or CLAIMED key: its mprotect may or may not have happened; give the page back (harmless). */
+	pthread_mutex_init(&pf_lock, NULL);
+	pthread_mutex_init(&pf_wake_lock, NULL);
+	for (unsigned i = 0; i < PF_HOLDS; i++) {
+		atomic_store(&pf_hold[i].start, 0);
+		atomic_store(&pf_hold[i].end, 0);
+	}
+	atomic_store(&pf_hold_overflow, 0);
+	for (unsigned i = 0; i < PF_SLOTS; i++) {
+		uintptr_t k = atomic_load(&pf_key[i]);
+		if (k && (k & PF_STATE) != PF_ARMED) {
+			nk__os_protect((void *)(k & ~(uintptr_t)PF_STATE), pf_ps, NK__PROT_RW);
+			pf_clear((int)i);
+		}
+	}
+	/* Parked samples are the parent's: it emits them into its own part. */
+	for (unsigned i = 0; i < PF_PENDING; i++)
+		atomic_store(&pf_pending[i].state, PN_FREE);
+	/* The child's part counts from zero. */
+	atomic_store(&pf_faults, 0);
+	atomic_store(&pf_io_pages, 0);
+	atomic_store(&pf_expired, 0);
+	atomic_store(&pf_lost, 0);
+	atomic_store(&pf_cost_ns, 0);
+	pf_thread_live = 0;
+	atomic_store(&pf_running, 0);
+	pf_rng ^= (uint64_t)getpid() << 17;
+	pf_spawn();
+}
+
+void nkp_pf_moved(uintptr_t addr, size_t len)
+{
+	uintptr_t e = addr + len < addr ? UINTPTR_MAX : addr + len;
+
+	/* The node recorded at arm time is stale: give those pages back without a sample (the sampler will
+	 * pick pages there again, with a fresh query). */
+	if (len && atomic_load_explicit(&pf_started, memory_order_acquire))
+		pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+}
+
+/* ------------------------------------------------------------ END counters */
+
+static void pf_put(char *buf, size_t cap, size_t *n, const char *t)
+{
+	while (*t && *n + 1 < cap)
+		buf[(*n)++] = *t++;
+}
+
+static void pf_put_kv(char *buf, size_t cap, size_t *n, const char *k, uint64_t v, int first)
+{
+	char d[24];
+	int i = 0;
+
+	if (!first)
+		pf_put(buf, cap, n, ", ");
+	pf_put(buf, cap, n, "\"");
+	pf_put(buf, cap, n, k);
+	pf_put(buf, cap, n, "\": ");
+	do
+		d[i++] = (char)('0' + v % 10);
+	while ((v /= 10) && i < 23);
+	while (i && *n + 1 < cap)
+		buf[(*n)++] = d[--i];
+}
+
+size_t nkp_pf_end_json(char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	if (!buf || cap < 256 || !atomic_load(&pf_started))
+		return 0;
+	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	pf_put(buf, cap, &n, ", \"pagefault\": {");
+	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	pf_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
+	pf_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
+	pf_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
+	pf_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
+	pf_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
+	pf_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
+	pf_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
+	pf_put(buf, cap, &n, "}");
+	buf[n] = 0;
+	return n;
+}

@@ -1,0 +1,23 @@
+# Pagefault sampler (preload/prof/pagefault.c, io.c): included by
+# tests/prof/CMakeLists.txt.  pf_prog scenarios run under the runtime at a
+# high rate, checked by pf_check.py; pf_unit compiles pagefault.c with test
+# doubles of the runtime (revoked-page table, fault path, I/O holds, forgets,
+# the sampler thread).
+add_executable(pf_prog pf_prog.c)
+target_compile_options(pf_prog PRIVATE -O1 -g)
+target_compile_definitions(pf_prog PRIVATE _GNU_SOURCE)
+target_link_libraries(pf_prog PRIVATE Threads::Threads)
+foreach(s IN ITEMS io write threads fork altstack churn segv)
+  add_test(NAME unit.prof.pf.${s}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/pf_check.py ${s}
+      --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:pf_prog>)
+  set_tests_properties(unit.prof.pf.${s} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+
+add_executable(pf_unit pf_unit.c ${PROJECT_SOURCE_DIR}/src/os/linux_signals.c)
+target_compile_definitions(pf_unit PRIVATE _GNU_SOURCE NK_BUILDING_LIBRARY NK_PROF_RUNTIME)
+target_include_directories(pf_unit PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+  ${PROJECT_SOURCE_DIR}/preload/prof)
+target_link_libraries(pf_unit PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME unit.prof.pf.unit COMMAND pf_unit)
+set_tests_properties(unit.prof.pf.unit PROPERTIES LABELS unit TIMEOUT 60)

@@ -1,0 +1,318 @@
+/*
+ * Unit test of preload/prof/pagefault.c, compiled here with test doubles of
+ * the runtime (nkp_emit records into an array, the "tracked" memory is one
+ * test region): the revoked-page table, the fault path (read/write kind,
+ * ip, nodes, first touch resolved later), I/O holds, forgets, and the
+ * sampler thread under concurrent access and I/O.  Exit 0 on success.
+ */
+#include "../../preload/prof/pagefault.c"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+/* ---- test doubles of runtime.c / alloc.c ---- */
+struct nkp_state nkp;
+#define MAX_SAMPLES (1 << 20)
+static struct nk__nkp_sample got[MAX_SAMPLES];
+static atomic_uint n_got;
+static uintptr_t tr_lo, tr_hi; /* the tracked region */
+
+uint64_t nkp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+uint32_t nkp_tid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+int nkp_cpu_node(int cpu)
+{
+	return cpu >= 0 ? 0 : -1;
+}
+void nkp_emit(const struct nk__nkp_sample *s)
+{
+	unsigned i = atomic_fetch_add(&n_got, 1);
+	if (i < MAX_SAMPLES)
+		got[i] = *s;
+}
+void nkp_enter(void)
+{
+}
+void nkp_leave(void)
+{
+}
+size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max)
+{
+	size_t pages = (tr_hi - tr_lo) >> pf_shift;
+	if (pages < run)
+		return 0;
+	for (size_t i = 0; i < max; i++)
+		starts[i] = tr_lo + ((uintptr_t)(pf_rand(rng) % (pages - run + 1)) << pf_shift);
+	return max;
+}
+static uint64_t tr_gen = 1;
+uint64_t nkp_tracked_generation(void)
+{
+	return tr_gen;
+}
+int nkp_tracked_contains(uintptr_t page)
+{
+	return page >= tr_lo && page + pf_ps <= tr_hi;
+}
+
+/* ---- harness ---- */
+static int failures;
+#define CHECK(c)                                                                       \
+	do {                                                                           \
+		if (!(c)) {                                                            \
+			fprintf(stderr, "pf_unit:%d: CHECK failed: %s\n", __LINE__, #c); \
+			failures++;                                                    \
+		}                                                                      \
+	} while (0)
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+	if (nkp_pf_fault(sig, si, uc))
+		return;
+	static const char msg[] = "pf_unit: a fault on a revoked page was not resolved\n";
+	(void)!write(2, msg, sizeof msg - 1);
+	_exit(99);
+}
+
+static uintptr_t page_of(void *base, unsigned i)
+{
+	return (uintptr_t)base + ((uintptr_t)i << pf_shift);
+}
+
+static void test_table(void)
+{
+	uintptr_t base = (uintptr_t)1 << 40;
+	unsigned in = 0;
+	int slots[3 * PF_SLOTS / 4];
+
+	for (unsigned i = 0; i < 3 * PF_SLOTS / 4; i++) {
+		slots[i] = pf_insert(base + ((uintptr_t)i << pf_shift), 0, 0, 1, 1);
+		in += slots[i] >= 0;
+	}
+	CHECK(in > PF_SLOTS / 2); /* the probe window rarely overflows at 75% load */
+	CHECK(atomic_load(&pf_out) == in);
+	for (unsigned i = 0; i < 3 * PF_SLOTS / 4; i++) {
+		uintptr_t p = base + ((uintptr_t)i << pf_shift);
+		CHECK((pf_find(p) >= 0) == (slots[i] >= 0));
+		if (slots[i] >= 0) {
+			CHECK(pf_find(p) == slots[i]);
+			CHECK(pf_insert(p, 0, 0, 1, 1) < 0); /* no duplicates */
+			CHECK(pf_claim(slots[i], p) == PF_BUSY); /* ARMING cannot be claimed */
+			atomic_store(&pf_key[slots[i]], p | PF_ARMED);
+			CHECK(pf_claim(slots[i], p + pf_ps) == PF_GONE);
+			CHECK(pf_claim(slots[i], p) == PF_GOT);
+			CHECK(pf_claim(slots[i], p) == PF_BUSY); /* a second claimer loses */
+			pf_clear(slots[i]);
+			CHECK(pf_claim(slots[i], p) == PF_GONE);
+			CHECK(pf_find(p) < 0);
+		}
+	}
+	CHECK(atomic_load(&pf_out) == 0);
+	CHECK(pf_find(base - pf_ps) < 0);
+}
+
+static void test_fault_path(void)
+{
+	unsigned char *m = mmap(NULL, 64 * pf_ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *pages[64];
+	int status[64];
+	volatile unsigned char *v = m;
+
+	CHECK(m != MAP_FAILED);
+	for (unsigned i = 0; i < 32; i++)
+		m[(size_t)i * pf_ps] = (unsigned char)i; /* 0..31 present, 32..63 not */
+	for (unsigned i = 0; i < 64; i++)
+		pages[i] = (void *)page_of(m, i);
+	CHECK(pf_query(64, pages, status) == 0);
+	CHECK(status[0] >= 0 && status[40] < 0);
+	atomic_store(&nkp.sampling, 1);
+	uint64_t now = nkp_now();
+	CHECK(pf_arm_run(page_of(m, 0), 4, &status[0], 1, now) == 4);
+	CHECK(pf_arm_run(page_of(m, 40), 2, &status[40], 0, now) == 2);
+	CHECK(pf_arm_run(page_of(m, 2), 2, &status[2], 1, now) == 0); /* already armed: all or nothing */
+	CHECK(atomic_load(&pf_out) == 6);
+
+	unsigned before = atomic_load(&n_got);
+	CHECK(v[10] == 0); /* read of page 0 */
+	v[pf_ps + 5] = 7; /* write of page 1 */
+	CHECK(atomic_load(&n_got) == before + 2);
+	struct nk__nkp_sample *r = &got[before], *w = &got[before + 1];
+	CHECK(r->addr == (uintptr_t)m + 10 && r->access == NK__ACC_READ && r->ip != 0);
+	CHECK(w->addr == (uintptr_t)m + pf_ps + 5 && w->access == NK__ACC_WRITE);
+	CHECK(r->tid == nkp_tid() && r->sampler == NK__SAMPLER_PAGEFAULT && r->flags == 0);
+	CHECK(r->page_node == status[0] && r->weight >= 1);
+	CHECK(v[pf_ps + 5] == 7 && v[2 * pf_ps] == 2); /* page 2 faulted and came back with its data */
+
+	/* First touch: parked until the sampler thread knows the node. */
+	before = atomic_load(&n_got);
+	v[40 * pf_ps] = 1;
+	CHECK(atomic_load(&n_got) == before);
+	pf_flush_pending();
+	CHECK(atomic_load(&n_got) == before + 1);
+	CHECK(got[before].flags == NK__SF_FIRST_TOUCH && got[before].page_node >= 0 &&
+	      got[before].access == NK__ACC_WRITE && got[before].weight == 1);
+
+	/* I/O: begin gives back our pages in the span as I/O samples and holds the span. */
+	before = atomic_load(&n_got);
+	int t = nkp_pf_io_begin(page_of(m, 3), page_of(m, 42), NK__ACC_WRITE);
+	CHECK(t >= 0);
+	CHECK(atomic_load(&pf_out) == 0);
+	pf_flush_pending();
+	CHECK(atomic_load(&n_got) == before + 2); /* page 3 and page 41 (first touch) */
+	for (unsigned i = before; i < atomic_load(&n_got); i++)
+		CHECK((got[i].flags & NK__SF_IO) && got[i].access == NK__ACC_WRITE && got[i].tid == nkp_tid());
+	CHECK(pf_held(page_of(m, 10), page_of(m, 11)));
+	CHECK(!pf_held(page_of(m, 50), page_of(m, 51)));
+	CHECK(pf_arm_run(page_of(m, 10), 1, &status[10], 1, now) == 0); /* refused under I/O */
+	CHECK(atomic_load(&pf_out) == 0);
+	nkp_pf_io_end(t);
+	CHECK(!pf_held(page_of(m, 10), page_of(m, 11)));
+	CHECK(pf_arm_run(page_of(m, 10), 1, &status[10], 1, now) == 1);
+
+	/* Exclusion: given back at once, never armed again. */
+	CHECK(pf_arm_run(page_of(m, 12), 2, &status[12], 1, now) == 2);
+	nkp_pf_exclude(page_of(m, 13), page_of(m, 14));
+	CHECK(pf_find(page_of(m, 13)) < 0 && pf_find(page_of(m, 12)) >= 0);
+	CHECK(pf_arm_run(page_of(m, 13), 1, &status[13], 1, now) == 0);
+	CHECK(pf_arm_run(page_of(m, 14), 1, &status[14], 1, now) == 1);
+	nkp_pf_exclude(page_of(m, 13), page_of(m, 14)); /* once per range */
+	CHECK(atomic_load(&pf_n_excl) == 1);
+
+	/* Forget: gives back without a sample and stops the sampler's picks from before. */
+	uint64_t gen = pf_forget_gen;
+	before = atomic_load(&n_got);
+	nkp_pf_forget(page_of(m, 8), 8 * pf_ps);
+	CHECK(atomic_load(&pf_out) == 0 && atomic_load(&n_got) == before);
+	CHECK(pf_forgotten(gen, tr_gen, page_of(m, 9), page_of(m, 10)));
+	CHECK(!pf_forgotten(gen, tr_gen, page_of(m, 20), page_of(m, 21)));
+	/* Picked after the forget, but the registry had not dropped the range yet: still unsafe. */
+	CHECK(pf_forgotten(pf_forget_gen, tr_gen, page_of(m, 9), page_of(m, 10)));
+	tr_gen++; /* the registry dropped it */
+	CHECK(!pf_forgotten(pf_forget_gen, tr_gen, page_of(m, 9), page_of(m, 10)));
+	CHECK(pf_forgotten(gen, tr_gen, page_of(m, 9), page_of(m, 10)));
+	CHECK(v[10 * pf_ps] == 10);
+
+	/* Moved, expiry: give back silently. */
+	CHECK(pf_arm_run(page_of(m, 20), 2, &status[20], 1, now) == 2);
+	nkp_pf_moved(page_of(m, 20), pf_ps);
+	CHECK(atomic_load(&pf_out) == 1);
+	CHECK(pf_expire(UINT64_MAX) == 1 && atomic_load(&pf_out) == 0);
+	CHECK(atomic_load(&n_got) == before);
+	munmap(m, 64 * pf_ps);
+}
+
+/* The sampler thread against threads that read, write and do I/O on the tracked region. */
+#define REGION (16u << 20)
+static atomic_int stop_workers;
+static atomic_int io_errors, data_errors;
+
+static void *hammer(void *arg)
+{
+	uint64_t *a = (uint64_t *)tr_lo;
+	size_t n = REGION / sizeof *a, k = (size_t)(uintptr_t)arg;
+
+	for (uint64_t it = 1; !atomic_load(&stop_workers); it++) {
+		for (size_t i = k; i < n; i += 2)
+			a[i] = it * 2 + k + i;
+		for (size_t i = k; i < n; i += 2)
+			if (a[i] != it * 2 + k + i)
+				atomic_fetch_add(&data_errors, 1);
+	}
+	return NULL;
+}
+
+static void *io_worker(void *arg)
+{
+	(void)arg;
+	int fd = open("/dev/zero", O_RDONLY);
+	unsigned char *b = (unsigned char *)tr_hi - (1u << 20); /* the last MiB, not hammered by index parity */
+	while (!atomic_load(&stop_workers)) {
+		int t = nkp_pf_io_begin((uintptr_t)b, (uintptr_t)b + (1u << 20), NK__ACC_WRITE);
+		ssize_t r = read(fd, b, 1u << 20);
+		nkp_pf_io_end(t);
+		if (r != (ssize_t)(1u << 20))
+			atomic_fetch_add(&io_errors, 1);
+	}
+	close(fd);
+	return NULL;
+}
+
+static void test_sampler_thread(void)
+{
+	void *m = mmap(NULL, REGION + (1u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_t th[3];
+
+	CHECK(m != MAP_FAILED);
+	tr_lo = (uintptr_t)m;
+	tr_hi = tr_lo + REGION + (1u << 20);
+	nkp.rate = 20000;
+	nkp.seed = 42;
+	atomic_store(&nkp.sampling, 1);
+	unsigned before = atomic_load(&n_got);
+	nkp_pf_start();
+	CHECK(atomic_load(&pf_running) == 1);
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, hammer, (void *)i);
+	pthread_create(&th[2], NULL, io_worker, NULL);
+	struct timespec ts = { 0, 600 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	atomic_store(&stop_workers, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	/* Paused: the sampler gives everything back and arms nothing. */
+	atomic_store(&nkp.sampling, 0);
+	nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+	CHECK(atomic_load(&pf_out) == 0);
+	atomic_store(&nkp.sampling, 1);
+	nkp_pf_stop();
+	unsigned n = atomic_load(&n_got) - before;
+	fprintf(stderr, "pf_unit: sampler thread: %u samples, %lu expired, %lu I/O pages\n", n,
+		(unsigned long)atomic_load(&pf_expired), (unsigned long)atomic_load(&pf_io_pages));
+	CHECK(n > 50);
+	CHECK(atomic_load(&io_errors) == 0);
+	CHECK(atomic_load(&data_errors) == 0);
+	CHECK(atomic_load(&pf_out) == 0);
+	CHECK(atomic_load(&pf_running) == 0);
+	for (unsigned i = before; i < atomic_load(&n_got); i++)
+		CHECK(got[i].addr >= tr_lo && got[i].addr < tr_hi);
+	/* Everything is accessible again without our handler's help. */
+	CHECK(mprotect(m, REGION, PROT_READ | PROT_WRITE) == 0);
+	munmap(m, REGION + (1u << 20));
+}
+
+int main(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+	nkp.page_size = (int)sysconf(_SC_PAGESIZE);
+	pf_ps = (uintptr_t)nkp.page_size;
+	pf_shift = (uintptr_t)__builtin_ctzl(pf_ps);
+	atomic_store(&pf_started, 1);
+	test_table();
+	test_fault_path();
+	test_sampler_thread();
+	char js[512];
+	size_t jn = nkp_pf_end_json(js, sizeof js);
+	CHECK(jn > 0 && jn == strlen(js) && !strncmp(js, "\"faults\": ", 10) && strstr(js, "\"pagefault\": {") &&
+	      js[jn - 1] == '}');
+	CHECK(nkp_pf_end_json(js, 100) == 0);
+	fprintf(stderr, "pf_unit: %s\n", js);
+	if (failures)
+		fprintf(stderr, "pf_unit: %d checks failed\n", failures);
+	else
+		fprintf(stderr, "pf_unit: ok\n");
+	return failures ? 1 : 0;
+}
