@@ -633,10 +633,14 @@ static int build_objects(nk__symtab *s)
 	/*
 	 * One object per load of a file: a run of mappings of one file with increasing offsets.  A file
 	 * mapped again from offset 0 (the process mmap()ed it, or loaded it twice) is another object.
+	 * Equal offsets right after each other are one load too: the RELRO part of the data segment
+	 * maps the same file page as the end of the segment before it (ld.so, -z relro, small files).
 	 */
 	for (size_t a = 0, b; a < nf; a = b) {
 		for (b = a + 1; b < nf && !objkey_cmp(&s->maps[idx[a]], &s->maps[idx[b]]) &&
-				s->maps[idx[b]].off > s->maps[idx[b - 1]].off;
+				(s->maps[idx[b]].off > s->maps[idx[b - 1]].off ||
+				 (s->maps[idx[b]].off == s->maps[idx[b - 1]].off &&
+				  s->maps[idx[b]].lo == s->maps[idx[b - 1]].hi));
 		     b++)
 			;
 		struct sobj *o = &s->objs[s->nobjs++];
@@ -1249,8 +1253,13 @@ static struct sobj *object_of(nk__symtab *s, const struct smap *m)
  */
 static struct sobj *data_object_of(const nk__symtab *s, const struct smap *m, uint64_t addr)
 {
-	if (m && m->kind == NK__MAP_ANON && !m->name[0] && m > s->maps && m[-1].hi == m->lo && m[-1].obj) {
-		struct sobj *o = &s->objs[m[-1].obj - 1];
+	/* Walk back over adjacent unnamed anonymous pieces: a sampler that revoked
+	 * pages of .bss (or the program's own mprotect) splits that mapping. */
+	const struct smap *f = m;
+	while (f && f->kind == NK__MAP_ANON && !f->name[0] && f > s->maps && f[-1].hi == f->lo && !f[-1].obj)
+		f--;
+	if (f && f->kind == NK__MAP_ANON && !f->name[0] && f > s->maps && f[-1].hi == f->lo && f[-1].obj) {
+		struct sobj *o = &s->objs[f[-1].obj - 1];
 		return o->ok && addr - o->bias < o->end ? o : NULL;
 	}
 	return m && m->obj ? &s->objs[m->obj - 1] : NULL;
