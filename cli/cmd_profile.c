@@ -22,7 +22,8 @@
 
 const char cli_profile_usage[] =
 	"usage: numakit profile [--sampler auto|hw|pagefault|trace] [--rate R]\n"
-	"                       [--min-size SIZE] [--roi] [-o FILE] [--quiet]\n"
+	"                       [--min-size SIZE] [--max-overhead PCT] [--roi]\n"
+	"                       [-o FILE] [--quiet]\n"
 	"                       [--] COMMAND [ARG...]\n"
 	"\n"
 	"Run COMMAND (and the processes it forks) under the NUMA profiler and write\n"
@@ -38,6 +39,9 @@ const char cli_profile_usage[] =
 	"  --rate R         pagefault: samples per second per process (default 1000);\n"
 	"                   hw: one sample per R events; trace: one access in R\n"
 	"  --min-size SIZE  do not track allocations smaller than SIZE (default 64K)\n"
+	"  --max-overhead PCT  pagefault: cap on the sampler's own cost, percent of\n"
+	"                   wall time (default 5; 100 or more: no cap, for limit\n"
+	"                   studies and emulated machines where faults are slow)\n"
 	"  --roi            sample only between nk_profile_start() and nk_profile_stop()\n"
 	"  -o, --output F   the profile to write (default ./numakit.nkp)\n"
 	"  -q, --quiet      no progress line and no summary\n"
@@ -46,7 +50,7 @@ const char cli_profile_usage[] =
 	"Exit status: COMMAND's status (128+N when signal N killed it); 1 the\n"
 	"profile could not be made; 2 bad usage.  See numakit-profile(1).\n";
 
-enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI };
+enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD };
 
 static volatile sig_atomic_t child_pid;
 
@@ -138,6 +142,7 @@ int cli_cmd_profile(int argc, char **argv)
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
 		{ "roi", no_argument, NULL, OPT_ROI },
+		{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -177,6 +182,15 @@ int cli_cmd_profile(int argc, char **argv)
 			if (errno || end == optarg || *end || !isfinite(o.rate) || o.rate <= 0)
 				return cli_usage_error("profile", "--rate: expected a positive number, found '%s'",
 						       optarg);
+			break;
+		}
+		case OPT_MAX_OVERHEAD: {
+			char *end;
+			errno = 0;
+			o.max_overhead = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o.max_overhead) || o.max_overhead <= 0)
+				return cli_usage_error("profile",
+						       "--max-overhead: expected a positive percentage, found '%s'", optarg);
 			break;
 		}
 		case OPT_MIN_SIZE:

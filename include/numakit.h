@@ -1476,6 +1476,7 @@ typedef struct nk_profile_opts {
 	unsigned long long seed; /**< sampler randomness; 0: from the clock */
 	void (*progress)(void *arg, const nk_profile_progress *p); /**< may be NULL */
 	void *progress_arg;
+	double max_overhead;     /**< pagefault: the sampler's own cost cap, % of wall time; 0 = 5; >= 100 = no cap (limit studies, emulators) */
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {

@@ -116,6 +116,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -141,7 +142,9 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #define PF_HOLDS 256u             /* I/O calls in flight holding spans */
 #define PF_FORGETS 64u            /* ring of recently forgotten ranges */
 #define PF_OWN 8                  /* writable segments of this object (never revoked) */
-#define PF_MAX_OVERHEAD 0.05      /* fraction of wall time the sampler may cost */
+#define PF_MAX_OVERHEAD_DEFAULT 0.05 /* fraction of wall time the sampler may cost */
+/* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
+static double PF_MAX_OVERHEAD = PF_MAX_OVERHEAD_DEFAULT;
 #define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
 #define PF_EXPIRE_NS 1000000000ull
 #define PF_NEW_BLOCK_PAGES 4u
@@ -957,6 +960,13 @@ void nkp_pf_start(void)
 
 	if (atomic_load(&pf_running))
 		return;
+	const char *mo = getenv("NK_PROF_MAX_OVERHEAD");
+	if (mo && *mo) {
+		char *end;
+		double v = strtod(mo, &end);
+		if (*end == '\0' && v > 0)
+			PF_MAX_OVERHEAD = v >= 100 ? 1e9 : v / 100.0;
+	}
 	pf_ps = (uintptr_t)(nkp.page_size > 0 ? nkp.page_size : ps > 0 ? ps : 4096);
 	pf_shift = (uintptr_t)__builtin_ctzl(pf_ps);
 	pf_rng = nkp.seed ? nkp.seed : (uint64_t)nkp_now() ^ (uint64_t)getpid() << 32;

@@ -529,9 +529,9 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 					obj ? xprintf("static data of %s", base_name(obj))
 					    : xprintf("static data at 0x%llx", (unsigned long long)b->lo),
 					b->hi - b->lo);
-			pc->last_lo = b->lo;
-			pc->last_hi = b->hi;
-			pc->last_var = v;
+			/* No lookup cache here: the segment holds named variables too, and caching
+			 * the whole segment after one unnamed address sent every later sample of
+			 * them to "static data of ..." (seen in the 4n-slit guest test). */
 			return v;
 		}
 	}

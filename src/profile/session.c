@@ -269,6 +269,8 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 	if (ok && o->roi)
 		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_ROI=1"));
 	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
+	if (ok && o->max_overhead > 0)
+		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
 	if (ok)
 		return env;
 fail:

@@ -32,7 +32,8 @@ profile() {
     name=$1 sampler=$2
     shift 2
     s=$(date +%s)
-    "$NK" profile --sampler "$sampler" -o "$T/$name.nkp" -- "$@" 2>"$T/$name.err"
+    # shellcheck disable=SC2086 # PROFILE_OPTS: extra options, word-split on purpose
+    "$NK" profile --sampler "$sampler" ${PROFILE_OPTS:-} -o "$T/$name.nkp" -- "$@" 2>"$T/$name.err"
     rc=$?
     cat "$T/$name.err"
     echo "profile $name: exit $rc in $(( $(date +%s) - s )) s"
