@@ -131,6 +131,11 @@ struct ctx {
 	struct iprec *ips;
 	size_t n_ips;
 	size_t cap_phases;
+	/* per-phase run (phase_vars): the whole-profile analysis, its variables sorted by key, and the
+	 * global phase index whose samples alone are analysed; parent NULL and only_phase -1 otherwise */
+	const struct nk__analysis *parent;
+	struct nk__an_var *const *parent_by_key;
+	int only_phase;
 };
 
 static uint64_t var_hash(void *c, uint32_t i)
@@ -658,6 +663,8 @@ static int attribute_all(struct ctx *c)
 	size_t total = 0, nft = 0;
 	for (size_t i = 0; i < p->n_procs; i++)
 		total += p->procs[i].n_samples;
+	if (c->only_phase >= 0) /* the whole-profile run counted the phase's samples */
+		total = c->parent->phases[c->only_phase].samples;
 	c->recs = malloc((total ? total : 1) * sizeof(*c->recs));
 	c->ips = malloc((total ? total : 1) * sizeof(*c->ips));
 	if (!c->recs || !c->ips)
@@ -700,6 +707,16 @@ static int attribute_all(struct ctx *c)
 		uint64_t ps = page_size_of(pd);
 		for (size_t k = 0; k < pd->n_samples; k++) {
 			const struct nk__nkp_sample *sm = &pd->samples[k];
+			uint16_t phase = 0;
+			for (int q = 0; q < pc.n_phase_map; q++)
+				if (pc.phase_map_id[q] == (int16_t)sm->phase)
+					phase = (uint16_t)(pc.phase_map_g[q] + 1);
+			if (c->only_phase >= 0 && phase != (uint16_t)(c->only_phase + 1))
+				continue;
+			if (c->n_recs == total) { /* cannot happen: the same samples as the whole-profile run */
+				free_pc(&pc);
+				return NK_ENOMEM;
+			}
 			int v = attribute(c, i, &pc, sm->addr, sm->time_ns);
 			int th = v >= 0 ? thread_get(c, (uint32_t)i, sm->tid, -1) : v;
 			if (v < 0 || th < 0) {
@@ -723,10 +740,7 @@ static int attribute_all(struct ctx *c)
 				r->where = 1;
 			else
 				r->where = 2;
-			r->phase = 0;
-			for (int q = 0; q < pc.n_phase_map; q++)
-				if (pc.phase_map_id[q] == (int16_t)sm->phase)
-					r->phase = (uint16_t)(pc.phase_map_g[q] + 1);
+			r->phase = phase;
 			struct iprec *ip = &c->ips[c->n_ips++];
 			ip->ip = sm->ip;
 			ip->var = (uint32_t)v;
@@ -752,6 +766,14 @@ static int setup_nodes(struct ctx *c, const nk_machine *m)
 	unsigned char *seen = calloc(MAX_NODE_ID, 1);
 	if (!seen)
 		return NK_ENOMEM;
+	if (c->parent) { /* a phase: the whole profile's nodes (node arrays comparable), no machine */
+		for (int i = 0; i < c->parent->n_nodes; i++)
+			seen[c->parent->node_ids[i]] = 1;
+		m = NULL;
+		a->l2_size = c->parent->l2_size;
+		a->numa_factor = c->parent->numa_factor;
+		a->bandwidth_measured = c->parent->bandwidth_measured;
+	}
 	if (m) {
 		int n = nk_machine_num_nodes(m);
 		for (int i = 0; i < n; i++) {
@@ -760,7 +782,7 @@ static int setup_nodes(struct ctx *c, const nk_machine *m)
 				seen[id] = 1;
 		}
 	}
-	for (size_t i = 0; i < c->n_recs; i++) {
+	for (size_t i = 0; !c->parent && i < c->n_recs; i++) {
 		if (c->recs[i].cnode >= 0 && c->recs[i].cnode < MAX_NODE_ID)
 			seen[c->recs[i].cnode] = 1;
 		if (c->recs[i].pnode >= 0 && c->recs[i].pnode < MAX_NODE_ID)
@@ -1330,6 +1352,181 @@ static int permute_phases(struct nk__analysis *a)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- per phase */
+
+static void var_free(struct nk__an_var *v)
+{
+	free(v->name);
+	free(v->key);
+	free(v->type);
+	free(v->acc_cpu);
+	free(v->remote_cpu);
+	free(v->acc_page);
+	free(v->pages_on);
+	free(v->ft_where);
+	free(v->explain);
+	for (int k = 0; k < v->n_lines; k++)
+		free(v->lines[k].where);
+}
+
+static int cmp_var_key(const void *x, const void *y)
+{
+	const struct nk__an_var *const *a = x, *const *b = y;
+	return strcmp((*a)->key, (*b)->key);
+}
+
+/* A phase run: each variable takes the whole-profile variable's name, size and type (a property of the
+ * variable, not of the phase: "smaller than L2" must not depend on which blocks the phase hit). */
+static int adopt_parent(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	for (size_t i = 0; i < a->n_vars; i++) {
+		struct nk__an_var *v = &a->vars[i];
+		struct nk__an_var key = { .key = v->key };
+		const struct nk__an_var *kp = &key;
+		struct nk__an_var *const *f =
+			bsearch(&kp, c->parent_by_key, c->parent->n_vars, sizeof(*c->parent_by_key), cmp_var_key);
+		if (!f)
+			continue;
+		char *name = xstrdup((*f)->name), *type = (*f)->type ? xstrdup((*f)->type) : NULL;
+		if (!name || ((*f)->type && !type)) {
+			free(name);
+			free(type);
+			return NK_ENOMEM;
+		}
+		free(v->name);
+		free(v->type);
+		v->name = name;
+		v->type = type;
+		v->kind = (*f)->kind;
+		v->size = (*f)->size;
+	}
+	return 0;
+}
+
+static void ctx_release(struct ctx *c)
+{
+	free(c->vtab.slot);
+	free(c->ttab.slot);
+	free(c->tkeys);
+	free(c->recs);
+	free(c->ips);
+	c->vtab.slot = c->ttab.slot = NULL;
+	c->tkeys = NULL;
+	c->recs = NULL;
+	c->ips = NULL;
+	c->n_recs = c->n_ips = 0;
+}
+
+/* Attribution, counts, pages, lines, diagnosis and sorting of c->a (the whole profile, or with
+ * c->only_phase >= 0 the samples of one phase). */
+static int analyze_core(struct ctx *c, const nk_machine *m)
+{
+	int rc;
+	int *nidx = NULL;
+	if (!c->parent && (rc = read_header(c)))
+		return rc;
+	if ((rc = attribute_all(c)))
+		return rc;
+	if (c->parent && (rc = adopt_parent(c)))
+		return rc;
+	if ((rc = setup_nodes(c, m)))
+		return rc;
+	rc = NK_ENOMEM;
+	nidx = malloc(MAX_NODE_ID * sizeof(int));
+	if (!nidx)
+		goto out;
+	for (int i = 0; i < MAX_NODE_ID; i++)
+		nidx[i] = -1;
+	for (int i = 0; i < c->a->n_nodes; i++)
+		nidx[c->a->node_ids[i]] = i;
+	if (alloc_var_arrays(c->a) || count(c, nidx))
+		goto out;
+	qsort(c->recs, c->n_recs, sizeof(*c->recs), cmp_rec);
+	qsort(c->ips, c->n_ips, sizeof(*c->ips), cmp_ip);
+	if (pages(c, nidx) || lines(c, nidx))
+		goto out;
+	for (size_t i = 0; i < c->a->n_vars; i++)
+		if (diagnose(c->a, &c->a->vars[i]))
+			goto out;
+	if (c->a->n_vars)
+		qsort(c->a->vars, c->a->n_vars, sizeof(*c->a->vars), cmp_var);
+	if (permute_phases(c->a))
+		goto out;
+	rc = 0;
+out:
+	free(nidx);
+	return rc;
+}
+
+/* Thread index of (proc, tid) in the run of @p c, -1 when absent. */
+static int thread_find(const struct ctx *c, uint32_t proc, uint32_t tid)
+{
+	if (!c->ttab.cap)
+		return -1;
+	uint64_t h = hash_u64(((uint64_t)proc << 32) | tid);
+	for (size_t j = h & (c->ttab.cap - 1); c->ttab.slot[j]; j = (j + 1) & (c->ttab.cap - 1)) {
+		const struct thr_key *k = &c->tkeys[c->ttab.slot[j] - 1];
+		if (k->proc == proc && k->tid == tid)
+			return (int)(c->ttab.slot[j] - 1);
+	}
+	return -1;
+}
+
+/* Per phase with samples, the same analysis on that phase's samples only (filtered in attribute_all);
+ * its variables are kept in the phase, the rest of the run freed before the next phase. @p top is the
+ * whole-profile run (its thread table maps the phase runs' threads back). */
+static int phase_vars(const struct ctx *top, const struct nk__nkp_profile *p, nk__symtab *const *syms,
+		      const struct nk__an_symops *ops)
+{
+	struct nk__analysis *a = top->a;
+	if (!a->n_phases)
+		return 0;
+	struct nk__an_var **by_key = malloc((a->n_vars ? a->n_vars : 1) * sizeof(*by_key));
+	if (!by_key)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < a->n_vars; i++)
+		by_key[i] = &a->vars[i];
+	qsort(by_key, a->n_vars, sizeof(*by_key), cmp_var_key);
+	int rc = 0;
+	for (size_t ph = 0; ph < a->n_phases && !rc; ph++) {
+		if (!a->phases[ph].samples)
+			continue;
+		struct ctx c;
+		memset(&c, 0, sizeof(c));
+		c.p = p;
+		c.syms = syms;
+		c.ops = ops;
+		c.parent = a;
+		c.parent_by_key = by_key;
+		c.only_phase = (int)ph;
+		c.a = calloc(1, sizeof(*c.a));
+		if (!c.a) {
+			rc = NK_ENOMEM;
+			break;
+		}
+		c.a->n_procs = a->n_procs;
+		rc = analyze_core(&c, NULL);
+		for (size_t i = 0; !rc && i < c.a->n_vars; i++) {
+			struct nk__an_var *v = &c.a->vars[i];
+			if (v->ft_thread >= 0) {
+				const struct thr_key *k = &c.tkeys[v->ft_thread];
+				v->ft_thread = thread_find(top, k->proc, k->tid);
+			}
+		}
+		if (!rc) { /* take the variables over */
+			a->phases[ph].vars = c.a->vars;
+			a->phases[ph].n_vars = c.a->n_vars;
+			c.a->vars = NULL;
+			c.a->n_vars = 0;
+		}
+		ctx_release(&c);
+		nk__analysis_free(c.a);
+	}
+	free(by_key);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static const struct nk__an_symops default_ops = { nk__sym_ip, nk__sym_data, nk__sym_mapping, nk__sym_warnings };
@@ -1352,8 +1549,8 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 	c.p = p;
 	c.syms = syms;
 	c.ops = ops ? ops : &default_ops;
+	c.only_phase = -1;
 	c.a = calloc(1, sizeof(*c.a));
-	int *nidx = NULL;
 	nk_machine *own = NULL;
 	int rc = NK_ENOMEM;
 	if (!c.a)
@@ -1372,39 +1569,21 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 					   "samples, cache sizes and NUMA factor are unknown"))) {
 		goto out;
 	}
-	if ((rc = read_header(&c)) || (rc = attribute_all(&c)) || (rc = setup_nodes(&c, m)))
+	if ((rc = analyze_core(&c, m)))
 		goto out;
 	rc = NK_ENOMEM;
-	nidx = malloc(MAX_NODE_ID * sizeof(int));
-	if (!nidx)
-		goto out;
-	for (int i = 0; i < MAX_NODE_ID; i++)
-		nidx[i] = -1;
-	for (int i = 0; i < c.a->n_nodes; i++)
-		nidx[c.a->node_ids[i]] = i;
-	if (alloc_var_arrays(c.a) || count(&c, nidx))
-		goto out;
-	qsort(c.recs, c.n_recs, sizeof(*c.recs), cmp_rec);
-	qsort(c.ips, c.n_ips, sizeof(*c.ips), cmp_ip);
-	if (pages(&c, nidx) || lines(&c, nidx))
-		goto out;
-	for (size_t i = 0; i < c.a->n_vars; i++)
-		if (diagnose(c.a, &c.a->vars[i]))
-			goto out;
-	if (c.a->n_vars)
-		qsort(c.a->vars, c.a->n_vars, sizeof(*c.a->vars), cmp_var);
-	if (permute_phases(c.a))
+	/* the whole run's samples are no longer needed; its thread table is (phase runs map threads back) */
+	free(c.recs);
+	free(c.ips);
+	c.recs = NULL;
+	c.ips = NULL;
+	if (phase_vars(&c, p, syms, c.ops))
 		goto out;
 	if (!c.a->samples && warn(c.a, xstrdup("the profile holds no samples")))
 		goto out;
 	rc = 0;
 out:
-	free(nidx);
-	free(c.vtab.slot);
-	free(c.ttab.slot);
-	free(c.tkeys);
-	free(c.recs);
-	free(c.ips);
+	ctx_release(&c);
 	nk_machine_free(own);
 	if (rc) {
 		nk__analysis_free(c.a);
@@ -1418,20 +1597,8 @@ void nk__analysis_free(struct nk__analysis *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->n_vars; i++) {
-		struct nk__an_var *v = &a->vars[i];
-		free(v->name);
-		free(v->key);
-		free(v->type);
-		free(v->acc_cpu);
-		free(v->remote_cpu);
-		free(v->acc_page);
-		free(v->pages_on);
-		free(v->ft_where);
-		free(v->explain);
-		for (int k = 0; k < v->n_lines; k++)
-			free(v->lines[k].where);
-	}
+	for (size_t i = 0; i < a->n_vars; i++)
+		var_free(&a->vars[i]);
 	free(a->vars);
 	for (size_t i = 0; i < a->n_threads; i++)
 		free(a->threads[i].label);
@@ -1440,6 +1607,9 @@ void nk__analysis_free(struct nk__analysis *a)
 		free(a->phases[i].name);
 		free(a->phases[i].var_acc);
 		free(a->phases[i].var_remote);
+		for (size_t k = 0; k < a->phases[i].n_vars; k++)
+			var_free(&a->phases[i].vars[k]);
+		free(a->phases[i].vars);
 	}
 	free(a->phases);
 	for (size_t i = 0; i < a->n_warnings; i++)

@@ -109,6 +109,14 @@ struct nk__an_phase {
 	char *name;
 	uint64_t samples, acc, local, remote;
 	uint64_t *var_acc, *var_remote; /* [n_vars] accesses (remote ones) of each variable in the phase */
+	/* The variables the phase's samples touched, analysed on those samples alone by the same code and
+	 * rules as the whole profile (counts, page classes, regularity, first touch, lines, diagnosis, fix):
+	 * a variable initialised in one phase and swept in another gets one diagnosis per phase.  Sorted
+	 * like nk__analysis.vars; node arrays follow nk__analysis.node_ids, ft_thread indexes
+	 * nk__analysis.threads; size, type and name are the whole-profile variable's.  Empty (NULL, 0)
+	 * for a phase without samples. */
+	struct nk__an_var *vars;
+	size_t n_vars;
 };
 
 struct nk__analysis {

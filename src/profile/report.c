@@ -355,29 +355,24 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 		bprintf(b, "\n(thread sharing matrix: %zu threads, see --json or --sharing)\n", a->n_threads);
 	}
 	if (a->n_phases) {
-		bprintf(b, "\n== Phases (variables by remote accesses in each) ==\n");
+		bprintf(b, "\n== Phases (each phase's variables, diagnosed on the phase's samples alone) ==\n");
+		bprintf(b, "  %-34s %9s %7s %-18s %s\n", "variable", "accesses", "remote", "diagnosis", "fix");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
-			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
 			bprintf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
 				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
-			/* the variables with most remote accesses in the phase */
-			for (int k = 0; k < 3; k++) {
-				size_t best = SIZE_MAX;
-				for (size_t v = 0; v < a->n_vars; v++) {
-					int taken = 0;
-					for (int q = 0; q < k; q++)
-						taken |= shown[q] == v;
-					if (!taken && ph->var_remote[v] &&
-					    (best == SIZE_MAX || ph->var_remote[v] > ph->var_remote[best]))
-						best = v;
-				}
-				if (best == SIZE_MAX)
-					break;
-				shown[k] = best;
-				bprintf(b, "  %-44s %10llu remote of %llu\n", fit(a->vars[best].name, 44, s2, sizeof(s2)),
-					(unsigned long long)ph->var_remote[best], (unsigned long long)ph->var_acc[best]);
+			for (size_t k = 0; k < ph->n_vars && k < TEXT_VARS; k++) {
+				const struct nk__an_var *v = &ph->vars[k];
+				const char *fx = nk__an_fix_name(v->fix);
+				bprintf(b, "  %-34s %9llu %6.1f%% %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
+					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
+					nk__an_diag_name(v->diag), fx);
+				if (v->policy && strcmp(v->policy, fx))
+					bprintf(b, " (%s)", v->policy);
+				bprintf(b, "\n");
 			}
+			if (ph->n_vars > TEXT_VARS)
+				bprintf(b, "  (%zu more variables in --json)\n", ph->n_vars - TEXT_VARS);
 		}
 	}
 
@@ -410,6 +405,64 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 	for (size_t i = 0; arr && i < n; i++)
 		json_array_append_new(arr, json_integer((json_int_t)v[i]));
 	return arr;
+}
+
+/* One variable: the same members at the top level and in each phase (docs/report.md). */
+static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v)
+{
+	size_t nn = (size_t)a->n_nodes;
+	json_t *o = json_object(), *lines = json_array(), *ft = json_null();
+	json_object_set_new(o, "name", json_string(v->name));
+	json_object_set_new(o, "key", json_string(v->key));
+	json_object_set_new(o, "kind", json_string(nk__an_kind_name(v->kind)));
+	json_object_set_new(o, "type", v->type ? json_string(v->type) : json_null());
+	json_object_set_new(o, "size", json_integer((json_int_t)v->size));
+	json_object_set_new(o, "samples", json_integer((json_int_t)v->samples));
+	json_object_set_new(o, "accesses", json_integer((json_int_t)v->acc));
+	json_object_set_new(o, "local", json_integer((json_int_t)v->local));
+	json_object_set_new(o, "remote", json_integer((json_int_t)v->remote));
+	json_object_set_new(o, "remote_fraction", v->local + v->remote
+							  ? json_real((double)v->remote / (double)(v->local + v->remote))
+							  : json_null());
+	json_object_set_new(o, "unknown", json_integer((json_int_t)v->unknown));
+	json_object_set_new(o, "reads", json_integer((json_int_t)v->reads));
+	json_object_set_new(o, "writes", json_integer((json_int_t)v->writes));
+	json_object_set_new(o, "by_cpu_node", u64_array(v->acc_cpu, nn));
+	json_object_set_new(o, "remote_by_cpu_node", u64_array(v->remote_cpu, nn));
+	json_object_set_new(o, "by_page_node", u64_array(v->acc_page, nn));
+	json_object_set_new(o, "pages_by_node", u64_array(v->pages_on, nn));
+	json_object_set_new(o, "pages", json_integer((json_int_t)v->pages));
+	json_object_set_new(o, "threads", json_integer((json_int_t)v->threads));
+	json_object_set_new(o, "pages_private", json_integer((json_int_t)v->pages_private));
+	json_object_set_new(o, "pages_node_shared", json_integer((json_int_t)v->pages_node_shared));
+	json_object_set_new(o, "pages_cross_shared", json_integer((json_int_t)v->pages_cross_shared));
+	json_object_set_new(o, "regularity", v->regularity >= 0 ? json_real(v->regularity) : json_null());
+	json_object_set_new(o, "dominant_node", json_integer(v->dominant_node));
+	json_object_set_new(o, "dominant_share", json_real(v->dominant_share));
+	json_object_set_new(o, "smaller_than_l2", json_boolean(v->small));
+	if (v->ft_where) {
+		ft = json_object();
+		json_object_set_new(ft, "where", json_string(v->ft_where));
+		json_object_set_new(ft, "thread", v->ft_thread >= 0 ? json_string(a->threads[v->ft_thread].label)
+								     : json_null());
+		json_object_set_new(ft, "node", json_integer(v->ft_node));
+		json_object_set_new(ft, "samples", json_integer((json_int_t)v->ft_top));
+		json_object_set_new(ft, "of", json_integer((json_int_t)v->ft_samples));
+	}
+	json_object_set_new(o, "first_touch", ft);
+	for (int k = 0; k < v->n_lines; k++) {
+		json_t *l = json_object();
+		json_object_set_new(l, "where", json_string(v->lines[k].where));
+		json_object_set_new(l, "accesses", json_integer((json_int_t)v->lines[k].acc));
+		json_object_set_new(l, "remote", json_integer((json_int_t)v->lines[k].remote));
+		json_array_append_new(lines, l);
+	}
+	json_object_set_new(o, "lines", lines);
+	json_object_set_new(o, "diagnosis", json_string(nk__an_diag_name(v->diag)));
+	json_object_set_new(o, "explanation", json_string(v->explain));
+	json_object_set_new(o, "fix", json_string(nk__an_fix_name(v->fix)));
+	json_object_set_new(o, "policy", v->policy ? json_string(v->policy) : json_null());
+	return o;
 }
 
 static json_t *json_report(const struct nk__analysis *a)
@@ -448,58 +501,8 @@ static json_t *json_report(const struct nk__analysis *a)
 	}
 	json_object_set_new(r, "nodes", nodes);
 	size_t nn = (size_t)a->n_nodes;
-	for (size_t i = 0; i < a->n_vars; i++) {
-		const struct nk__an_var *v = &a->vars[i];
-		json_t *o = json_object(), *lines = json_array(), *ft = json_null();
-		json_object_set_new(o, "name", json_string(v->name));
-		json_object_set_new(o, "key", json_string(v->key));
-		json_object_set_new(o, "kind", json_string(nk__an_kind_name(v->kind)));
-		json_object_set_new(o, "type", v->type ? json_string(v->type) : json_null());
-		json_object_set_new(o, "size", json_integer((json_int_t)v->size));
-		json_object_set_new(o, "samples", json_integer((json_int_t)v->samples));
-		json_object_set_new(o, "accesses", json_integer((json_int_t)v->acc));
-		json_object_set_new(o, "local", json_integer((json_int_t)v->local));
-		json_object_set_new(o, "remote", json_integer((json_int_t)v->remote));
-		json_object_set_new(o, "unknown", json_integer((json_int_t)v->unknown));
-		json_object_set_new(o, "reads", json_integer((json_int_t)v->reads));
-		json_object_set_new(o, "writes", json_integer((json_int_t)v->writes));
-		json_object_set_new(o, "by_cpu_node", u64_array(v->acc_cpu, nn));
-		json_object_set_new(o, "remote_by_cpu_node", u64_array(v->remote_cpu, nn));
-		json_object_set_new(o, "by_page_node", u64_array(v->acc_page, nn));
-		json_object_set_new(o, "pages_by_node", u64_array(v->pages_on, nn));
-		json_object_set_new(o, "pages", json_integer((json_int_t)v->pages));
-		json_object_set_new(o, "threads", json_integer((json_int_t)v->threads));
-		json_object_set_new(o, "pages_private", json_integer((json_int_t)v->pages_private));
-		json_object_set_new(o, "pages_node_shared", json_integer((json_int_t)v->pages_node_shared));
-		json_object_set_new(o, "pages_cross_shared", json_integer((json_int_t)v->pages_cross_shared));
-		json_object_set_new(o, "regularity", v->regularity >= 0 ? json_real(v->regularity) : json_null());
-		json_object_set_new(o, "dominant_node", json_integer(v->dominant_node));
-		json_object_set_new(o, "dominant_share", json_real(v->dominant_share));
-		json_object_set_new(o, "smaller_than_l2", json_boolean(v->small));
-		if (v->ft_where) {
-			ft = json_object();
-			json_object_set_new(ft, "where", json_string(v->ft_where));
-			json_object_set_new(ft, "thread", v->ft_thread >= 0 ? json_string(a->threads[v->ft_thread].label)
-									     : json_null());
-			json_object_set_new(ft, "node", json_integer(v->ft_node));
-			json_object_set_new(ft, "samples", json_integer((json_int_t)v->ft_top));
-			json_object_set_new(ft, "of", json_integer((json_int_t)v->ft_samples));
-		}
-		json_object_set_new(o, "first_touch", ft);
-		for (int k = 0; k < v->n_lines; k++) {
-			json_t *l = json_object();
-			json_object_set_new(l, "where", json_string(v->lines[k].where));
-			json_object_set_new(l, "accesses", json_integer((json_int_t)v->lines[k].acc));
-			json_object_set_new(l, "remote", json_integer((json_int_t)v->lines[k].remote));
-			json_array_append_new(lines, l);
-		}
-		json_object_set_new(o, "lines", lines);
-		json_object_set_new(o, "diagnosis", json_string(nk__an_diag_name(v->diag)));
-		json_object_set_new(o, "explanation", json_string(v->explain));
-		json_object_set_new(o, "fix", json_string(nk__an_fix_name(v->fix)));
-		json_object_set_new(o, "policy", v->policy ? json_string(v->policy) : json_null());
-		json_array_append_new(vars, o);
-	}
+	for (size_t i = 0; i < a->n_vars; i++)
+		json_array_append_new(vars, var_json(a, &a->vars[i]));
 	json_object_set_new(r, "variables", vars);
 	for (size_t t = 0; t < a->n_threads; t++) {
 		const struct nk__an_thread *th = &a->threads[t];
@@ -534,15 +537,8 @@ static json_t *json_report(const struct nk__analysis *a)
 		json_object_set_new(o, "local", json_integer((json_int_t)a->phases[i].local));
 		json_object_set_new(o, "remote", json_integer((json_int_t)a->phases[i].remote));
 		json_t *pv = json_array();
-		for (size_t v = 0; v < a->n_vars; v++) {
-			if (!a->phases[i].var_acc[v])
-				continue;
-			json_t *e = json_object();
-			json_object_set_new(e, "name", json_string(a->vars[v].name));
-			json_object_set_new(e, "accesses", json_integer((json_int_t)a->phases[i].var_acc[v]));
-			json_object_set_new(e, "remote", json_integer((json_int_t)a->phases[i].var_remote[v]));
-			json_array_append_new(pv, e);
-		}
+		for (size_t v = 0; v < a->phases[i].n_vars; v++)
+			json_array_append_new(pv, var_json(a, &a->phases[i].vars[v]));
 		json_object_set_new(o, "variables", pv);
 		json_array_append_new(phases, o);
 	}
@@ -902,6 +898,30 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 			bprintf(b, "</td></tr>\n");
 		}
 		bprintf(b, "</table>\n");
+		/* per phase: its variables diagnosed on the phase's samples alone */
+		for (size_t i = 0; i < a->n_phases; i++) {
+			const struct nk__an_phase *ph = &a->phases[i];
+			if (!ph->n_vars)
+				continue;
+			bprintf(b, "<h3>Phase ");
+			hesc(b, ph->name);
+			bprintf(b, "</h3><table><tr><th>variable</th><th class=\"n\">accesses</th><th class=\"n\">remote</th>"
+				   "<th>diagnosis</th><th>suggested fix</th></tr>\n");
+			for (size_t k = 0; k < ph->n_vars && k < HTML_VARS; k++) {
+				const struct nk__an_var *v = &ph->vars[k];
+				char fx[160];
+				bprintf(b, "<tr><td>");
+				hesc(b, v->name);
+				bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td><span class=\"tag\" "
+					   "style=\"background:%s\" title=\"",
+					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote), diag_color(v->diag));
+				hesc(b, v->explain);
+				bprintf(b, "\">%s</span></td><td>", nk__an_diag_name(v->diag));
+				hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
+				bprintf(b, "</td></tr>\n");
+			}
+			bprintf(b, "</table>\n");
+		}
 	}
 	bprintf(b, "<p class=\"muted\">Generated by numakit report (format version %d). Diagnosis rules: "
 		   "docs/report.md.</p>\n</body></html>\n",

@@ -402,6 +402,186 @@ static void test_phases_warnings(void **state)
 	pb_free(&b);
 }
 
+/* A 2D array initialised in parallel and swept x-wise in phase "x" (each thread its own 16 pages, on
+ * its node: partitioned, local) then y-wise in phase "y" (every thread on every page: uniform sharing
+ * across nodes).  Each phase gets its own diagnosis, by the same rules, on its samples alone; the
+ * whole-profile diagnosis is the one of the same samples without phases. */
+static void sweeps_profile(struct pbuild *b)
+{
+	pb_init(b, M2, 4);
+	pb_phase(b, 1, "x");
+	pb_phase(b, 2, "y");
+	pb_name(b, BASE, NPAGES * PAGE, "grid");
+	pb_name(b, BASE + (16 << 20), 8 * PAGE, "buf");
+	uint64_t t = 1;
+	/* first in record order: a thread without THREAD record (tid 1006) in phase y, so that the
+	 * whole profile and phase x number the later unrecorded thread 1005 differently */
+	pb_sample(b, t++, BASE, 0x400700, 6, 0, 0, NK__ACC_READ, 0)->phase = 2;
+	for (int th = 0; th < 4; th++)
+		for (int pg = th * 16; pg < th * 16 + 16; pg++)
+			for (int k = 0; k < PER_PAGE; k++)
+				pb_sample(b, t++, BASE + pg * PAGE + 64 * (uint64_t)k, 0x400100, th, th / 2, pg / 32,
+					  NK__ACC_WRITE, k ? 0 : NK__SF_FIRST_TOUCH)
+					->phase = 1;
+	/* buf: initialised by tid 1005 in phase x */
+	for (int i = 0; i < 24; i++)
+		pb_sample(b, t++, BASE + (16 << 20) + (uint64_t)(i % 8) * PAGE, 0x400800, 5, 1, 1, NK__ACC_WRITE,
+			  i < 8 ? NK__SF_FIRST_TOUCH : 0)
+			->phase = 1;
+	for (int pg = 0; pg < NPAGES; pg++)
+		for (int th = 0; th < 4; th++)
+			pb_sample(b, t++, BASE + pg * PAGE, 0x400200, th, th / 2, pg / 32, NK__ACC_READ, 0)->phase = 2;
+}
+
+static const struct nk__an_var *phase_var(const struct nk__an_phase *ph, const char *name)
+{
+	for (size_t i = 0; i < ph->n_vars; i++)
+		if (!strcmp(ph->vars[i].name, name))
+			return &ph->vars[i];
+	fail_msg("no variable \"%s\" in phase %s", name, ph->name);
+	return NULL;
+}
+
+static void test_phase_diagnosis(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	sweeps_profile(&b);
+	struct nk__analysis *a = analyze(&b);
+	assert_int_equal(a->n_phases, 2);
+	const struct nk__an_phase *px = &a->phases[0], *py = &a->phases[1];
+	assert_string_equal(px->name, "x");
+	assert_string_equal(py->name, "y");
+	assert_int_equal(px->n_vars, 2);
+	assert_int_equal(py->n_vars, 1);
+
+	/* phase x: partitioned and local */
+	const struct nk__an_var *gx = phase_var(px, "grid");
+	assert_int_equal(gx->acc, NPAGES * PER_PAGE);
+	assert_int_equal(gx->remote, 0);
+	assert_int_equal(gx->pages_private, NPAGES);
+	assert_int_equal(gx->pages_cross_shared, 0);
+	assert_true(gx->regularity > 0.999);
+	assert_int_equal(gx->diag, NK__DIAG_FINE);
+	assert_int_equal(gx->fix, NK__FIX_NONE);
+	assert_true(gx->size == NPAGES * PAGE);
+	assert_int_equal(gx->pages_on[0], 32);
+	assert_int_equal(gx->pages_on[1], 32);
+	/* first touch of buf by tid 1005: the whole profile's thread index, not the phase run's */
+	const struct nk__an_var *bx = phase_var(px, "buf");
+	assert_int_equal(a->n_threads, 6);
+	assert_string_equal(a->threads[4].label, "tid 1006");
+	assert_string_equal(a->threads[5].label, "tid 1005");
+	assert_int_equal(bx->ft_thread, 5);
+	assert_string_equal(bx->ft_where, "0x400800");
+	assert_int_equal(bx->ft_node, 1);
+
+	/* phase y: every thread on every page, pages on both nodes */
+	const struct nk__an_var *gy = phase_var(py, "grid");
+	assert_int_equal(gy->acc, NPAGES * 4 + 1);
+	assert_int_equal(gy->remote, NPAGES * 2);
+	assert_int_equal(gy->pages_cross_shared, NPAGES);
+	assert_int_equal(gy->threads, 5);
+	assert_int_equal(gy->diag, NK__DIAG_SHARING);
+	assert_int_equal(gy->fix, NK__FIX_CYCLIC);
+	assert_string_equal(gy->policy, "cyclic");
+	assert_non_null(strstr(gy->explain, "uniform sharing"));
+	assert_null(gy->ft_where);
+
+	/* the phases' variables add up to the per-phase counts and the whole profile */
+	for (size_t p = 0; p < a->n_phases; p++)
+		for (size_t k = 0; k < a->phases[p].n_vars; k++) {
+			const struct nk__an_var *pv = &a->phases[p].vars[k];
+			size_t i = (size_t)(find_var(a, pv->name) - a->vars);
+			assert_int_equal(pv->acc, a->phases[p].var_acc[i]);
+			assert_int_equal(pv->remote, a->phases[p].var_remote[i]);
+			assert_string_equal(pv->key, a->vars[i].key);
+		}
+	const struct nk__an_var *g = find_var(a, "grid");
+	assert_int_equal(g->acc, gx->acc + gy->acc);
+	assert_int_equal(g->diag, NK__DIAG_SHARING);
+
+	/* whole profile unchanged: the same samples without phases give the same variables */
+	for (size_t i = 0; i < b.pd.n_samples; i++)
+		b.pd.samples[i].phase = 0;
+	struct nk__analysis *n = analyze(&b);
+	assert_int_equal(n->n_vars, a->n_vars);
+	for (size_t i = 0; i < a->n_vars; i++) {
+		const struct nk__an_var *v = &a->vars[i], *w = &n->vars[i];
+		assert_string_equal(v->name, w->name);
+		assert_int_equal(v->acc, w->acc);
+		assert_int_equal(v->remote, w->remote);
+		assert_int_equal(v->pages_cross_shared, w->pages_cross_shared);
+		assert_true(v->regularity == w->regularity);
+		assert_int_equal(v->ft_thread, w->ft_thread);
+		assert_int_equal(v->diag, w->diag);
+		assert_int_equal(v->fix, w->fix);
+		assert_string_equal(v->explain, w->explain);
+	}
+	assert_int_equal(n->n_phases, 2); /* PHASE records, no samples: no variables */
+	assert_int_equal(n->phases[0].n_vars, 0);
+	assert_null(n->phases[0].vars);
+	nk__analysis_free(n);
+
+	/* JSON: each phase's variables have the members of the top-level variables */
+	char *js = NULL;
+	nk_error err = { 0 };
+	assert_int_equal(nk__report_analysis(a, NK_REPORT_JSON, &js, &err), 0);
+	json_error_t jerr;
+	json_t *j = json_loads(js, 0, &jerr);
+	assert_non_null(j);
+	json_t *top = json_array_get(json_object_get(j, "variables"), 0);
+	assert_non_null(json_object_get(top, "remote_fraction"));
+	json_t *phs = json_object_get(j, "phases");
+	assert_int_equal(json_array_size(phs), 2);
+	for (size_t p = 0; p < 2; p++) {
+		json_t *vs = json_object_get(json_array_get(phs, p), "variables");
+		assert_int_equal(json_array_size(vs), a->phases[p].n_vars);
+		for (size_t k = 0; k < json_array_size(vs); k++) {
+			json_t *pv = json_array_get(vs, k);
+			const char *key;
+			json_t *val;
+			assert_int_equal(json_object_size(pv), json_object_size(top));
+			json_object_foreach(top, key, val)
+				assert_non_null(json_object_get(pv, key));
+		}
+	}
+	json_t *vy = json_array_get(json_object_get(json_array_get(phs, 1), "variables"), 0);
+	assert_string_equal(json_string_value(json_object_get(vy, "name")), "grid");
+	assert_string_equal(json_string_value(json_object_get(vy, "diagnosis")), "uniform-sharing");
+	assert_string_equal(json_string_value(json_object_get(vy, "fix")), "cyclic");
+	assert_true(json_real_value(json_object_get(vy, "remote_fraction")) > 0.49 &&
+		    json_real_value(json_object_get(vy, "remote_fraction")) < 0.5);
+	json_t *vx = json_array_get(json_object_get(json_array_get(phs, 0), "variables"), 0);
+	assert_string_equal(json_string_value(json_object_get(vx, "diagnosis")), "fine");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+				    json_array_get(json_object_get(json_array_get(phs, 0), "variables"), 1), "first_touch"),
+							  "thread")),
+			    "tid 1005");
+	json_decref(j);
+	free(js);
+
+	/* text: one line per variable under its phase; HTML: a table per phase */
+	char *text = NULL;
+	assert_int_equal(nk__report_analysis(a, NK_REPORT_TEXT, &text, &err), 0);
+	const char *sec = strstr(text, "== Phases");
+	assert_non_null(sec);
+	const char *lx = strstr(sec, "\nx "), *ly = strstr(sec, "\ny ");
+	assert_true(lx && ly && lx < ly);
+	const char *l1 = strstr(lx, "\n  grid"), *l2 = strstr(ly, "\n  grid");
+	assert_true(l1 && l1 < ly && l2);
+	assert_true(strstr(l1, "fine") && strstr(l1, "fine") < strchr(l1 + 1, '\n'));
+	assert_true(strstr(l2, "uniform-sharing") && strstr(l2, "uniform-sharing") < strchr(l2 + 1, '\n'));
+	free(text);
+	char *html = NULL;
+	assert_int_equal(nk__report_analysis(a, NK_REPORT_HTML, &html, &err), 0);
+	assert_non_null(strstr(html, "<h3>Phase x</h3>"));
+	assert_non_null(strstr(html, "<h3>Phase y</h3>"));
+	free(html);
+	nk__analysis_free(a);
+	pb_free(&b);
+}
+
 /* @p s with every run of blanks and newlines made one space (undoes the text report's wrapping). */
 static char *squeeze(const char *s)
 {
@@ -755,6 +935,7 @@ int main(void)
 		cmocka_unit_test(test_fine_few_small),
 		cmocka_unit_test(test_attribution),
 		cmocka_unit_test(test_phases_warnings),
+		cmocka_unit_test(test_phase_diagnosis),
 		cmocka_unit_test(test_reports),
 		cmocka_unit_test(test_sharing_one_thread),
 		cmocka_unit_test(test_empty_and_errors),
