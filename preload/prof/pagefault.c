@@ -381,10 +381,6 @@ static void pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64
 	if (m->random && now > m->armed_ns) {
 		uint64_t w = atomic_load_explicit(&pf_period_ns, memory_order_relaxed) / (now - m->armed_ns);
 		s->weight = w < 1 ? 1 : w > 65535 ? 65535 : (uint32_t)w;
-		/* The delay itself (us, at least 1): the analysis estimates each thread's touch rate
-		 * from the mean delay of its samples in a time window (src/profile/analysis.c). */
-		uint64_t us = (now - m->armed_ns) / 1000u;
-		s->latency = us < 1 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	}
 }
 

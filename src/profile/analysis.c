@@ -648,59 +648,6 @@ static uint64_t page_size_of(const struct nk__nkp_process_data *pd)
 	return ps;
 }
 
-/*
- * Weights of pagefault samples.  The sampler revokes random pages at a steady rate, so its
- * samples are spread over page-time, not over accesses: a phase that runs slowly per access (a
- * serial initialisation whose first touches fault in pages) gets more samples than its share of
- * the accesses, and the remote fraction leans towards it.  A revoked page is touched after a delay
- * d whose mean is the inverse of the rate at which its thread comes back to its pages; accesses
- * per page-time are proportional to that rate.  So each sample is weighted by 1 s / (mean delay of
- * the samples of its thread in its 100 ms window), from the delays the runtime records in
- * `latency` (us).  Samples without a delay (pages armed at allocation, I/O, other samplers) keep
- * their own weight.  Returns a malloc'ed array (0 = keep), NULL when nothing applies or on ENOMEM
- * (then the recorded weights are used).
- */
-#define NK__AN_PF_WINDOW_NS 100000000ull
-static uint32_t *pf_weights(const struct nk__nkp_process_data *pd)
-{
-	size_t n = pd->n_samples, m = 0;
-	for (size_t i = 0; i < n; i++)
-		m += pd->samples[i].sampler == NK__SAMPLER_PAGEFAULT && pd->samples[i].latency;
-	if (!m)
-		return NULL;
-	struct pfw { uint64_t key; uint32_t tid; double sum; uint64_t cnt; } *t = calloc(2 * m, sizeof *t);
-	uint32_t *w = calloc(n, sizeof *w);
-	if (!t || !w) {
-		free(t);
-		free(w);
-		return NULL;
-	}
-	size_t cap = 2 * m;
-	/* open addressing on (tid, window) */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < n; i++) {
-			const struct nk__nkp_sample *sm = &pd->samples[i];
-			if (sm->sampler != NK__SAMPLER_PAGEFAULT || !sm->latency)
-				continue;
-			uint64_t key = sm->time_ns / NK__AN_PF_WINDOW_NS + 1;
-			size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) ^ (sm->tid * 0xC2B2AE3D27D4EB4Full)) % cap;
-			while (t[h].key && (t[h].key != key || t[h].tid != sm->tid))
-				h = (h + 1) % cap;
-			if (pass == 0) {
-				t[h].key = key;
-				t[h].tid = sm->tid;
-				t[h].sum += sm->latency;
-				t[h].cnt++;
-			} else {
-				double mean = t[h].sum / (double)t[h].cnt;
-				double x = 1e6 / (mean > 1 ? mean : 1);
-				w[i] = x < 1 ? 1 : x > 4e9 ? 4000000000u : (uint32_t)(x + 0.5);
-			}
-		}
-	free(t);
-	return w;
-}
-
 static void free_pc(struct proc_ctx *pc)
 {
 	free(pc->blks);
@@ -758,7 +705,6 @@ static int attribute_all(struct ctx *c)
 			pc.phase_map_g[pc.n_phase_map++] = g;
 		}
 		uint64_t ps = page_size_of(pd);
-		uint32_t *pfw = pf_weights(pd);
 		for (size_t k = 0; k < pd->n_samples; k++) {
 			const struct nk__nkp_sample *sm = &pd->samples[k];
 			uint16_t phase = 0;
@@ -768,14 +714,12 @@ static int attribute_all(struct ctx *c)
 			if (c->only_phase >= 0 && phase != (uint16_t)(c->only_phase + 1))
 				continue;
 			if (c->n_recs == total) { /* cannot happen: the same samples as the whole-profile run */
-				free(pfw);
 				free_pc(&pc);
 				return NK_ENOMEM;
 			}
 			int v = attribute(c, i, &pc, sm->addr, sm->time_ns);
 			int th = v >= 0 ? thread_get(c, (uint32_t)i, sm->tid, -1) : v;
 			if (v < 0 || th < 0) {
-				free(pfw);
 				free_pc(&pc);
 				return NK_ENOMEM;
 			}
@@ -784,7 +728,7 @@ static int attribute_all(struct ctx *c)
 			r->var = (uint32_t)v;
 			r->proc = (uint32_t)i;
 			r->thread = (uint32_t)th;
-			r->w = pfw && pfw[k] ? pfw[k] : sm->weight ? sm->weight : 1;
+			r->w = sm->weight ? sm->weight : 1;
 			r->cnode = sm->cpu_node;
 			r->pnode = sm->page_node;
 			r->access = sm->access;
@@ -808,7 +752,6 @@ static int attribute_all(struct ctx *c)
 			ip->pnode = sm->page_node;
 			nft += ip->ft;
 		}
-		free(pfw);
 		free_pc(&pc);
 	}
 	(void)nft;

@@ -188,7 +188,7 @@ struct nk__nkp_sample {
 	uint64_t ip;        /* instruction address, 0 unknown */
 	uint32_t tid;
 	uint32_t weight;    /* accesses this sample stands for (>= 1); trace: the sampling period */
-	uint32_t latency;   /* hw: load latency in core cycles; pagefault: us from the page's revocation to this access; 0 unknown */
+	uint32_t latency;   /* hw: load latency in core cycles; 0 unknown */
 	int16_t cpu;        /* -1 unknown */
 	int16_t cpu_node;   /* node of cpu, -1 unknown */
 	int16_t page_node;  /* node the page lived on at the access (after it for first touch), -1 unknown */

@@ -158,47 +158,6 @@ static void hotspot_profile(struct pbuild *b)
 					  NK__ACC_READ, 0);
 }
 
-/*
- * Pagefault samples are re-weighted by their thread's touch rate (1 s / mean revocation-to-touch
- * delay in a 100 ms window).  A slow serial init (thread 0, local, delay 100 ms) yields as many
- * samples as a fast remote sweep (thread 2, delay 1 ms), but stands for 100 times fewer accesses:
- * remote fraction 100/101, not 1/2.  Samples without a delay keep their own weight.
- */
-static void test_pagefault_weights(void **state)
-{
-	(void)state;
-	struct pbuild b;
-	pb_init(&b, M2, 4);
-	pb_site(&b, 1, 0x401000);
-	pb_alloc(&b, BASE, NPAGES * PAGE, 10, 1, 1);
-	for (int pg = 0; pg < 32; pg++) {
-		struct nk__nkp_sample *s = pb_sample(&b, 1000 + (uint64_t)pg, BASE + pg * PAGE, 0x400100, 0, 0, 0,
-						     NK__ACC_WRITE, 0);
-		s->latency = 100000;
-	}
-	for (int pg = 0; pg < 32; pg++) {
-		struct nk__nkp_sample *s = pb_sample(&b, 500000000ull + (uint64_t)pg, BASE + pg * PAGE, 0x400200, 2, 1,
-						     0, NK__ACC_READ, 0);
-		s->latency = 1000 + (pg & 1) * 2; /* mean 1001 us */
-	}
-	struct nk__analysis *a = analyze(&b);
-	const struct nk__an_var *v = &a->vars[0];
-	assert_int_equal(a->n_vars, 1);
-	assert_int_equal(v->samples, 64);
-	/* 32 x round(1e6/100000) = 320 local, 32 x round(1e6/1001) = 32 x 999 remote */
-	assert_int_equal(v->local, 320);
-	assert_int_equal(v->remote, 32 * 999);
-	nk__analysis_free(a);
-	/* the same samples without delays: one access each */
-	for (size_t i = 0; i < b.pd.n_samples; i++)
-		b.pd.samples[i].latency = 0;
-	a = analyze(&b);
-	assert_int_equal(a->vars[0].local, 32);
-	assert_int_equal(a->vars[0].remote, 32);
-	nk__analysis_free(a);
-	pb_free(&b);
-}
-
 static void test_hotspot(void **state)
 {
 	(void)state;
@@ -971,7 +930,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hotspot),
-		cmocka_unit_test(test_pagefault_weights),
 		cmocka_unit_test(test_partition_mismatch),
 		cmocka_unit_test(test_uniform_sharing),
 		cmocka_unit_test(test_fine_few_small),
