@@ -1267,6 +1267,12 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 		v->diag = NK__DIAG_HOTSPOT;
 	else if (cross >= NK__AN_SHARED_PAGES)
 		v->diag = NK__DIAG_SHARING;
+	else if (v->samples < 2 * v->pages && v->regularity >= 0 && v->regularity < NK__AN_IRREGULAR &&
+		 v->threads > 1)
+		/* Too few samples per page to see two threads on one page, but the threads' sampled
+		 * pages interleave all through the variable: they share it (a partition, even on the
+		 * wrong nodes, leaves each thread long runs of its own pages). */
+		v->diag = NK__DIAG_SHARING;
 	else
 		v->diag = NK__DIAG_PARTITION;
 

@@ -26,6 +26,7 @@
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
 #define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
 #define NK__AN_REGULAR 0.80         /* regularity at least this: regular (each thread one contiguous slice) */
+#define NK__AN_IRREGULAR 0.50       /* below this, with < 2 samples per page: threads interleave, i.e. share */
 #define NK__AN_READ_MOSTLY 0.90     /* reads at least this share of the typed accesses: read-mostly */
 #define NK__AN_MIN_NUMA_FACTOR 1.20 /* largest NUMA factor below this: placement is not worth changing */
 #define NK__AN_TOP_LINES 5          /* source lines kept per variable */

@@ -216,6 +216,41 @@ static void test_hotspot(void **state)
 }
 
 /* Pages placed on the wrong node: node-0 threads use pages of node 1 and back. */
+/*
+ * One sample per page: page classes cannot show sharing, but the threads' sampled pages interleave
+ * through the whole variable (a column sweep of a row-major grid): uniform sharing.  The same
+ * sparse sampling of contiguous per-thread blocks on the wrong nodes stays a partition mismatch.
+ */
+static void test_sparse_sharing(void **state)
+{
+	(void)state;
+	for (int interleaved = 0; interleaved < 2; interleaved++) {
+		struct pbuild b;
+		pb_init(&b, M2, 4);
+		pb_name(&b, BASE, NPAGES * PAGE, "grid");
+		for (int pg = 0; pg < NPAGES; pg++) {
+			int th = interleaved ? (pg * 7 + pg / 3) % 4 : pg / 16;
+			/* pages of the first half on node 0, of the second on node 1 (parallel init) */
+			int pnode = pg < 32 ? 0 : 1;
+			int cnode = interleaved ? th / 2 : 1 - pnode; /* blocks: every thread on the other node */
+			pb_sample(&b, 1 + (uint64_t)pg, BASE + pg * PAGE, 0x400300, th, cnode, pnode, NK__ACC_READ, 0);
+		}
+		struct nk__analysis *a = analyze(&b);
+		const struct nk__an_var *v = find_var(a, "grid");
+		assert_int_equal(v->samples, NPAGES);
+		assert_int_equal(v->pages_private, NPAGES); /* one sample per page: every page looks private */
+		if (interleaved) {
+			assert_true(v->regularity < NK__AN_IRREGULAR);
+			assert_int_equal(v->diag, NK__DIAG_SHARING);
+		} else {
+			assert_true(v->regularity >= NK__AN_REGULAR);
+			assert_int_equal(v->diag, NK__DIAG_PARTITION);
+		}
+		nk__analysis_free(a);
+		pb_free(&b);
+	}
+}
+
 static void test_partition_mismatch(void **state)
 {
 	(void)state;
@@ -931,6 +966,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hotspot),
 		cmocka_unit_test(test_partition_mismatch),
+		cmocka_unit_test(test_sparse_sharing),
 		cmocka_unit_test(test_uniform_sharing),
 		cmocka_unit_test(test_fine_few_small),
 		cmocka_unit_test(test_attribution),
