@@ -770,6 +770,30 @@ NKP_EXPORT void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 		nkp_leave();
 	}
 	void *p = (flags & MREMAP_FIXED) ? real_mremap(old, olen, nlen, flags, fixed) : real_mremap(old, olen, nlen, flags);
+	if (p == MAP_FAILED && errno == EFAULT && tracked) {
+		/*
+		 * Revoking pages of a fresh mapping split it, and pieces first written while a
+		 * revoked page separated them got different anon_vmas: they never merge again, and
+		 * the kernel refuses to remap a range spanning several of them (EFAULT).  The block
+		 * is ours (anonymous, private, read-write; its access was given back above), so do
+		 * what glibc's realloc does on failure: copy.  Shrinking in place is an unmap of
+		 * the tail; growing in place without MREMAP_MAYMOVE stays refused.
+		 */
+		int e = errno;
+		if (nlen <= olen) {
+			if (nlen == olen || real_munmap((char *)old + nlen, olen - nlen) == 0)
+				p = old;
+		} else if ((flags & MREMAP_MAYMOVE) && !(flags & MREMAP_FIXED)) {
+			void *q = real_mmap(NULL, nlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (q != MAP_FAILED) {
+				memcpy(q, old, olen);
+				real_munmap(old, olen);
+				p = q;
+			}
+		}
+		if (p == MAP_FAILED)
+			errno = e;
+	}
 	/* Only a block we tracked is known to be anonymous, private and RW: a file mapping stays untracked. */
 	if (p != MAP_FAILED && tracked && want(nlen))
 		track_here(p, nlen, NK__ALLOC_MMAP);

@@ -489,20 +489,24 @@ static void *churn_main(void *arg)
 			*bad = 3;
 		if (it % 3 == 0) {
 			/*
-			 * Known limitation: revoking pages of a fresh mapping splits it into several VMAs, and
-			 * pieces first written while a revoked page separated them get different anon_vmas and
-			 * never merge again; mremap of a range spanning them fails with EFAULT.  glibc's realloc
-			 * falls back to copying; a direct mremap needs the runtime's mremap interposer to do the
-			 * same.  Tolerated here (counted), everything else must work.
+			 * Revoking pages of a fresh mapping splits it into several VMAs, and pieces first
+			 * written while a revoked page separated them get different anon_vmas and never
+			 * merge again: the kernel's mremap of a range spanning them fails with EFAULT.  The
+			 * runtime's mremap interposer copies instead (as glibc's realloc does), so every
+			 * mremap here must work and keep the bytes.
 			 */
+			memset(p, 0x5a, n);
 			unsigned char *q = mremap(p, n, 2 * n, MREMAP_MAYMOVE);
-			if (q == MAP_FAILED && errno == EFAULT) {
-				mremap_efault++;
-				munmap(p, n);
-			} else if (q == MAP_FAILED) {
+			if (q == MAP_FAILED) {
+				if (errno == EFAULT)
+					mremap_efault++;
 				fprintf(stderr, "pf_prog: churn: mremap: %s\n", strerror(errno));
+				munmap(p, n);
 				*bad = 4;
 			} else {
+				for (size_t i = 0; i < n; i += 4096)
+					if (q[i] != 0x5a || q[n - 1] != 0x5a)
+						*bad = 6;
 				memset(q + n, 1, n);
 				munmap(q, 2 * n);
 			}
