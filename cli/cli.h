@@ -107,6 +107,9 @@ char *cli_default_machine_file(int create);
  */
 const char *cli_fmt_size(uint64_t bytes, char *buf, size_t cap);
 
+/** "512M", "1G", "4096", "64KiB" (K, M, G, T; optional i/B) -> bytes in *out; -1 when it does not parse or overflows. */
+int cli_parse_size(const char *s, uint64_t *out);
+
 /** As cli_fmt_size, but always one decimal above bytes ("8.0 GiB"), so that columns line up. */
 const char *cli_fmt_mem(uint64_t bytes, char *buf, size_t cap);
 

@@ -57,36 +57,6 @@ struct bench_opts {
 	const char *reps;
 };
 
-/* "512M", "1G", "4096", "64KiB" -> bytes; -1 when it does not parse. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
-		end += 2;
-	else if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || (shift && v > (~0ull >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 /* ---- progress ---- */
 
 struct prog {
@@ -418,7 +388,7 @@ int cli_cmd_bench(int argc, char **argv)
 
 	nk_bench_options_init(&o);
 	o.quick = bo.quick;
-	if (bo.size && parse_size(bo.size, &o.size))
+	if (bo.size && cli_parse_size(bo.size, &o.size))
 		return cli_usage_error(CMD, "--size '%s' is not a size (e.g. 512M, 1G)", bo.size);
 	if (bo.size && !o.size)
 		return cli_usage_error(CMD, "--size must be more than 0");

@@ -106,34 +106,6 @@ static void on_progress(void *arg, const nk_profile_progress *p)
 	ps->shown = 1;
 }
 
-/* "512M", "64K", "4096", "1GiB" -> bytes; -1 when it does not parse (as numakit bench --size). */
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
-		end += 2;
-	else if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || (shift && v > ((unsigned long long)SIZE_MAX >> shift)) || v > SIZE_MAX)
-		return -1;
-	*out = (size_t)(v << shift);
-	return 0;
-}
 
 int cli_cmd_profile(int argc, char **argv)
 {
@@ -193,11 +165,14 @@ int cli_cmd_profile(int argc, char **argv)
 						       "--max-overhead: expected a positive percentage, found '%s'", optarg);
 			break;
 		}
-		case OPT_MIN_SIZE:
-			if (parse_size(optarg, &o.min_size))
+		case OPT_MIN_SIZE: {
+			uint64_t min_size;
+			if (cli_parse_size(optarg, &min_size) || min_size > SIZE_MAX)
 				return cli_usage_error("profile", "--min-size: expected a size like 4096, 64K or 1M, "
 						       "found '%s'", optarg);
+			o.min_size = (size_t)min_size;
 			break;
+		}
 		case OPT_ROI:
 			o.roi = 1;
 			break;

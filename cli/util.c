@@ -247,3 +247,33 @@ int cli_get_ids(const nk_machine *m, cli_ids_fn fn, int arg, int **out)
 	*out = ids;
 	return again;
 }
+
+/* "512M", "1G", "4096", "64KiB" -> bytes; -1 when it does not parse. */
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
+		end += 2;
+	else if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || (shift && v > (~0ull >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
