@@ -401,6 +401,7 @@ struct proc_ctx {
 	int *stack_var;     /* per THREAD record, -2 not yet known */
 	uint64_t last_lo, last_hi; /* last static/mapping found */
 	int last_var;
+	uint64_t hit_lo, hit_hi;   /* the instance attribute() last returned: block, static, range (0, 0 unknown) */
 	int anon_var;
 	int16_t phase_map_id[64];
 	int phase_map_g[64];
@@ -475,6 +476,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 				snprintf(key, sizeof(key), "name:%s", pd->names[i].name);
 				pc->name_var[i] = var_get(c, NK__VAR_NAMED, key, xstrdup(pd->names[i].name), n->size);
 			}
+			pc->hit_lo = n->addr;
+			pc->hit_hi = n->addr + n->size;
 			return pc->name_var[i];
 		}
 	}
@@ -497,12 +500,17 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 					pc->blk_var[i] = site_var(c, proc, b->site, b->hi - b->lo);
 				else if (pc->blk_var[i] >= 0 && b->hi - b->lo > c->a->vars[pc->blk_var[i]].size)
 					c->a->vars[pc->blk_var[i]].size = b->hi - b->lo;
+				pc->hit_lo = b->lo;
+				pc->hit_hi = b->hi;
 				return pc->blk_var[i];
 			}
 		}
 	}
-	if (pc->last_var >= 0 && addr >= pc->last_lo && addr < pc->last_hi)
+	if (pc->last_var >= 0 && addr >= pc->last_lo && addr < pc->last_hi) {
+		pc->hit_lo = pc->last_lo;
+		pc->hit_hi = pc->last_hi;
 		return pc->last_var;
+	}
 	/* 3. statics */
 	struct nk__sym_var sv;
 	memset(&sv, 0, sizeof(sv));
@@ -517,6 +525,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		pc->last_lo = sv.addr;
 		pc->last_hi = sv.addr + sv.size;
 		pc->last_var = v;
+		pc->hit_lo = sv.addr;
+		pc->hit_hi = sv.addr + sv.size;
 		return v;
 	}
 	for (size_t i = 0; i < pc->n_statics; i++) {
@@ -537,6 +547,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 			/* No lookup cache here: the segment holds named variables too, and caching
 			 * the whole segment after one unnamed address sent every later sample of
 			 * them to "static data of ..." (seen in the 4n-slit guest test). */
+			pc->hit_lo = b->lo;
+			pc->hit_hi = b->hi;
 			return v;
 		}
 	}
@@ -552,6 +564,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 									     : xprintf("stack of thread %u", th->index),
 							   th->stack_hi - th->stack_lo);
 			}
+			pc->hit_lo = th->stack_lo;
+			pc->hit_hi = th->stack_hi;
 			return pc->stack_var[i];
 		}
 	}
@@ -565,6 +579,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		pc->last_lo = lo;
 		pc->last_hi = hi;
 		pc->last_var = v;
+		pc->hit_lo = lo;
+		pc->hit_hi = hi;
 		return v;
 	}
 	if (kind == NK__MAP_STACK) {
@@ -576,10 +592,13 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		pc->last_lo = lo;
 		pc->last_hi = hi;
 		pc->last_var = v;
+		pc->hit_lo = lo;
+		pc->hit_hi = hi;
 		return v;
 	}
 	if (pc->anon_var < 0)
 		pc->anon_var = var_get(c, NK__VAR_ANON, "anon", xstrdup("[anonymous]"), 0);
+	pc->hit_lo = pc->hit_hi = 0;
 	return pc->anon_var;
 }
 
@@ -665,6 +684,11 @@ static int attribute_all(struct ctx *c)
 		total += p->procs[i].n_samples;
 	if (c->only_phase >= 0) /* the whole-profile run counted the phase's samples */
 		total = c->parent->phases[c->only_phase].samples;
+	if (c->only_phase < 0) {
+		c->a->attr = malloc((total ? total : 1) * sizeof(*c->a->attr));
+		if (!c->a->attr)
+			return NK_ENOMEM;
+	}
 	c->recs = malloc((total ? total : 1) * sizeof(*c->recs));
 	c->ips = malloc((total ? total : 1) * sizeof(*c->ips));
 	if (!c->recs || !c->ips)
@@ -705,6 +729,8 @@ static int attribute_all(struct ctx *c)
 			pc.phase_map_g[pc.n_phase_map++] = g;
 		}
 		uint64_t ps = page_size_of(pd);
+		if (i == 0)
+			c->a->page_size = ps;
 		for (size_t k = 0; k < pd->n_samples; k++) {
 			const struct nk__nkp_sample *sm = &pd->samples[k];
 			uint16_t phase = 0;
@@ -751,6 +777,22 @@ static int attribute_all(struct ctx *c)
 			ip->ft = (sm->flags & NK__SF_FIRST_TOUCH) != 0;
 			ip->pnode = sm->page_node;
 			nft += ip->ft;
+			if (c->only_phase < 0) {
+				struct nk__an_sample *as = &c->a->attr[c->a->n_attr++];
+				as->addr = sm->addr;
+				as->lo = pc.hit_lo;
+				as->hi = pc.hit_hi;
+				as->time_ns = sm->time_ns;
+				as->var = (uint32_t)v;
+				as->thread = (uint32_t)th;
+				as->weight = r->w;
+				as->proc = (uint32_t)i;
+				as->cpu_node = sm->cpu_node;
+				as->page_node = sm->page_node;
+				as->phase = (int16_t)((int)phase - 1);
+				as->access = sm->access;
+				as->first_touch = ip->ft;
+			}
 		}
 		free_pc(&pc);
 	}
@@ -1457,6 +1499,16 @@ static int analyze_core(struct ctx *c, const nk_machine *m)
 			goto out;
 	if (c->a->n_vars)
 		qsort(c->a->vars, c->a->n_vars, sizeof(*c->a->vars), cmp_var);
+	if (c->a->n_attr) { /* attributed samples follow the sorted variables */
+		uint32_t *to = malloc(c->a->n_vars * sizeof(uint32_t));
+		if (!to)
+			goto out;
+		for (size_t i = 0; i < c->a->n_vars; i++)
+			to[c->a->vars[i].created] = (uint32_t)i;
+		for (size_t i = 0; i < c->a->n_attr; i++)
+			c->a->attr[i].var = to[c->a->attr[i].var];
+		free(to);
+	}
 	if (permute_phases(c->a))
 		goto out;
 	rc = 0;
@@ -1562,6 +1614,7 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 	if (!c.a)
 		goto out;
 	c.a->n_procs = (int)p->n_procs;
+	c.a->page_size = 4096;
 	if (!m && p->machine_json) {
 		nk_error merr;
 		if (nk_machine_load_buffer(p->machine_json, strlen(p->machine_json), &own, &merr)) {
@@ -1618,6 +1671,7 @@ void nk__analysis_free(struct nk__analysis *a)
 		free(a->phases[i].vars);
 	}
 	free(a->phases);
+	free(a->attr);
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);

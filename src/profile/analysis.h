@@ -120,6 +120,28 @@ struct nk__an_phase {
 	size_t n_vars;
 };
 
+/**
+ * One sample as attributed (the whole profile's samples, in file order by
+ * process): what `numakit advise` and `whatif` need to re-place pages.  The
+ * instance is the heap block, static, named range, stack or mapping the
+ * address fell in ([lo, hi), both 0 when unknown: anonymous memory); the
+ * offset of the access inside its variable instance is addr - lo.
+ */
+struct nk__an_sample {
+	uint64_t addr;     /* data address */
+	uint64_t lo, hi;   /* the variable instance holding it */
+	uint64_t time_ns;  /* since its process's start */
+	uint32_t var;      /* index into nk__analysis.vars (after sorting) */
+	uint32_t thread;   /* index into nk__analysis.threads */
+	uint32_t weight;   /* accesses it stands for (>= 1) */
+	uint32_t proc;     /* process index in the profile */
+	int16_t cpu_node;  /* node id of the accessing cpu, -1 unknown */
+	int16_t page_node; /* node id of the page at the access, -1 unknown */
+	int16_t phase;     /* index into nk__analysis.phases, -1 none */
+	uint8_t access;    /* enum nk__nkp_access */
+	uint8_t first_touch; /* 1: the access that first touched the page */
+};
+
 struct nk__analysis {
 	/* header */
 	char *program;       /* RUN command[0], "?" unknown */
@@ -146,6 +168,10 @@ struct nk__analysis {
 	double *sharing;        /* [n_threads][n_threads] sum over pages of min(acc_i, acc_j); diagonal 0 */
 	struct nk__an_phase *phases;
 	size_t n_phases;
+	/* every sample, attributed (n_attr == samples unless the profile is empty) */
+	struct nk__an_sample *attr;
+	size_t n_attr;
+	uint64_t page_size;     /* bytes, of the first process (4096 when unknown) */
 	char **warnings;
 	size_t n_warnings;
 };

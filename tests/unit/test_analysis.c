@@ -405,6 +405,29 @@ static void test_attribution(void **state)
 	assert_string_equal(a->threads[2].label, "tid 1005");
 	assert_int_equal(a->samples, 8);
 	assert_int_equal(a->unknown, 1);
+	/* every sample attributed, in file order, to the instance it fell in (sorted variable indices) */
+	assert_int_equal(a->n_attr, 8);
+	const struct { const char *var; uint64_t lo, hi; } want[8] = {
+		{ "allocation site 1 (0x401111)", BASE, BASE + (1 << 20) },
+		{ "[anonymous]", 0, 0 },
+		{ "allocation site 2 (0x402222)", BASE, BASE + (1 << 16) },
+		{ "[anonymous]", 0, 0 },
+		{ "allocation site 2 (0x402222)", BASE + (4 << 20), BASE + (5 << 20) },
+		{ "named", BASE + (8 << 20), BASE + (8 << 20) + PAGE },
+		{ "stack of thread 1", 0x7f0000000000ull, 0x7f0000100000ull },
+		{ "[anonymous]", 0, 0 },
+	};
+	for (int i = 0; i < 8; i++) {
+		const struct nk__an_sample *as = &a->attr[i];
+		assert_true(as->var < a->n_vars);
+		assert_string_equal(a->vars[as->var].name, want[i].var);
+		assert_true(as->lo == want[i].lo && as->hi == want[i].hi);
+		assert_true(as->weight >= 1 && as->thread < a->n_threads);
+	}
+	assert_true(a->attr[4].cpu_node == 0 && a->attr[4].page_node == 1);
+	assert_int_equal(a->attr[6].thread, 1);
+	assert_int_equal(a->attr[0].phase, -1);
+	assert_true(a->page_size == 4096);
 	nk__analysis_free(a);
 	pb_free(&b);
 }
