@@ -1534,6 +1534,80 @@ NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_err
  */
 NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
 
+/* ============================================================ automatic placement
+ * profile -> plan -> prediction -> run (docs/plan.md).  A placement plan
+ * ("plan.json", format "numakit-plan") names variables by a key stable across
+ * runs and ASLR (a static's object and symbol, a heap allocation site's
+ * call-stack signature) and gives each a numakit policy, the phase it applies
+ * to and the evidence that chose it, plus a thread pinning.  It is plain,
+ * versioned JSON a person may edit.  Not to be confused with nk_plan, the
+ * node of every page of one region under one policy.
+ */
+
+/** A placement plan for a whole program. */
+typedef struct nk_advice nk_advice;
+
+/** Options of nk_profile_advise(); zero-initialise for the defaults. */
+typedef struct nk_advise_opts {
+	uint64_t min_size;  /**< variables smaller than this are left alone; 0: the machine's L2 size (256 KiB unknown) */
+	int no_pages;       /**< 1: never per-page placement entries */
+	int no_pin;         /**< 1: no thread pinning in the plan */
+	int no_phases;      /**< 1: one policy per variable, no phase changes */
+	int reserved[5];    /**< must be 0 */
+} nk_advise_opts;
+
+/**
+ * Advise a plan from the analysis of @p p for machine @p m (NULL: the
+ * machine the profile was taken on).  Errors: NK_EINVAL, NK_ENODATA (no
+ * variable had enough samples to decide anything: the plan would be empty),
+ * NK_ENOMEM.
+ */
+NK_API int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_opts *o, nk_advice **out,
+			     nk_error *err);
+/** An empty plan (no entries, no pinning), to be filled with nk_advice_set(). Errors: NK_EINVAL, NK_ENOMEM. */
+NK_API int nk_advice_create(nk_advice **out);
+/**
+ * Parse a plan from JSON text.  Everything is checked that can be without a
+ * machine: format and version, types, known policy kinds (nk_policy_parse),
+ * page ranges.  Errors: NK_EPARSE (the message names the entry and field),
+ * NK_EVERSION, NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_advice_parse(const char *json, size_t len, nk_advice **out, nk_error *err);
+/** Load nk_advice_parse() of a file.  Errors: those of nk_advice_parse(), NK_ENOENT, NK_EIO. */
+NK_API int nk_advice_load(const char *path, nk_advice **out, nk_error *err);
+/** The plan as JSON text, malloc'ed (free() it); parses back to an equal plan.  Errors: NK_EINVAL, NK_ENOMEM. */
+NK_API int nk_advice_format(const nk_advice *a, char **out, nk_error *err);
+/**
+ * Check @p a against machine @p m: every node exists and has memory, every
+ * policy builds there, the pinning's cpus exist.  Errors: NK_ENODEV (naming
+ * the entry and node), NK_EINVAL, NK_EPERM.
+ */
+NK_API int nk_advice_check(const nk_advice *a, const nk_machine *m, nk_error *err);
+/**
+ * Set the policy of variable @p var (its name as the report shows it, or its
+ * key) to @p policy (nk_policy_parse text, or "none" to leave it as it is),
+ * adding an entry when the plan has none for it.  @p p resolves names to keys
+ * and may be NULL only when @p var is a key.  Errors: NK_EPARSE (policy),
+ * NK_ENOENT (no such variable in the profile), NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char *policy, nk_error *err);
+/** Number of variable entries. */
+NK_API size_t nk_advice_num_entries(const nk_advice *a);
+NK_API void nk_advice_free(nk_advice *a);
+
+/**
+ * Predict the effect of @p a on the run profiled in @p p: per variable and
+ * overall, the remote-access fraction and an estimated memory-stall time as
+ * profiled and under the plan, from the profile's per-page, per-thread
+ * accesses and @p m's latency and bandwidth (NULL: the profile's machine; any
+ * machine description: "what would this do on a 4-socket box?"), and the
+ * migration volume the plan implies.  @p format: NK_REPORT_TEXT or
+ * NK_REPORT_JSON; *out is malloc'ed.  Errors: NK_EINVAL, NK_ENODEV (a plan
+ * node @p m lacks), NK_ENOMEM.
+ */
+NK_API int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice *a, int format, char **out,
+			     nk_error *err);
+
 /* --- OpenMP conveniences (header-only; compiled only with -fopenmp) ---
  * Call from inside a parallel region, by every thread of the team.  They
  * only combine omp_get_thread_num()/omp_get_num_threads() with the

@@ -1,0 +1,103 @@
+/*
+ * Internal view of a placement plan (nk_advice, issue 7; docs/plan.md).
+ *
+ * Who does what:
+ *   aplan.c   JSON <-> struct (nk_advice_parse/load/format/create/free/
+ *             num_entries), validation without a machine, nk_advice_check
+ *             against one, nk_advice_set.
+ *   advise.c  nk_profile_advise: analysis (profile/analysis.h) -> plan.
+ *   whatif.c  nk_profile_whatif: analysis + plan + machine -> prediction.
+ *   preload/plan/ (libnumakit_plan.so) + cli/cmd_run.c `--plan`: apply a
+ *             plan to an unmodified program.
+ *
+ * Variables are matched by key, exactly the nk__an_var.key of the analysis:
+ *   "static:OBJECT:SYMBOL"          a static variable (OBJECT: basename of the ELF file)
+ *   "heap:OBJ+0xOFF;OBJ+0xOFF;..."  a heap allocation site: up to 4 return addresses minus 1,
+ *                                   innermost first, each as its object's basename and offset
+ *                                   from the object's load base (stable under ASLR)
+ *   "name:NAME"                     a range named with nk_profile_name / a numakit array
+ * Keys with "pid" in them (unsymbolised sites) are process-local: advise
+ * never writes them, and the runtime cannot match them.
+ */
+#ifndef NK_ADVISE_APLAN_H
+#define NK_ADVISE_APLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numakit.h"
+
+#define NK__APLAN_FORMAT "numakit-plan"
+#define NK__APLAN_VERSION 1
+
+/** When an entry's policy is applied. */
+enum nk__aplan_when {
+	NK__WHEN_ALLOC = 0,         /* at allocation (heap) / at program start (statics): future first touches follow it */
+	NK__WHEN_FIRST_PARALLEL = 1, /* at the first OpenMP parallel region, migrating what is resident */
+	NK__WHEN_PHASE = 2,          /* when the program enters phase `phase` (nk_profile_phase), migrating */
+};
+
+/** Pages [first, first + count) of the variable instance (page 0 holds its first byte) go to node. */
+struct nk__aplan_range {
+	uint64_t first, count;
+	int node;
+};
+
+/** Why an entry was chosen: copied from the analysis, informative only (never needed to apply). */
+struct nk__aplan_evidence {
+	uint64_t size;           /* bytes */
+	uint64_t samples;
+	uint64_t threads;        /* distinct threads that accessed it */
+	double remote_fraction;  /* of its accesses, as profiled */
+	double read_fraction;    /* reads among typed accesses, -1 unknown */
+	double regularity;       /* -1 unknown */
+	double shared_pages;     /* share of sampled pages shared across nodes */
+	int dominant_node;       /* -1 none */
+	double dominant_share;
+	char *diagnosis;         /* nk__an_diag_name(), NULL unknown */
+};
+
+struct nk__aplan_entry {
+	char *variable;          /* display name, e.g. "grid (prog.c:12)"; informative */
+	char *key;               /* match key (see above); required, unique per (key, phase) */
+	char *policy;            /* nk_policy_parse text, or "pages" (use ranges), or "none" */
+	int when;                /* enum nk__aplan_when */
+	char *phase;             /* phase name when when == NK__WHEN_PHASE, else NULL */
+	struct nk__aplan_range *ranges; /* policy "pages": sorted, disjoint */
+	size_t n_ranges;
+	uint64_t page_size;      /* of ranges; 0 when none */
+	char *reason;            /* one sentence, human-readable; NULL none */
+	struct nk__aplan_evidence ev;
+};
+
+/** Thread pinning: strategy "none", "compact", "scatter", "sharing" (matrix given) or "cpus" (list given). */
+struct nk__aplan_pin {
+	char *strategy;          /* NULL: no pinning */
+	int threads;             /* team size, 0 unknown */
+	int *cpus;               /* "cpus": per thread */
+	size_t n_cpus;
+	double *sharing;         /* "sharing": threads x threads */
+	char *reason;
+};
+
+struct nk_advice {
+	int version;             /* NK__APLAN_VERSION */
+	char *program;           /* informative: the profiled command */
+	char *profile;           /* informative: the profile it came from */
+	double numa_factor;      /* of the machine advised for, 0 unknown */
+	int *node_ids;           /* nodes of that machine */
+	int n_nodes;
+	struct nk__aplan_pin pin;
+	struct nk__aplan_entry *entries;
+	size_t n_entries;
+	char **warnings;         /* e.g. "migrating X in phase Y costs more than it saves" */
+	size_t n_warnings;
+};
+
+/** Deep-free the contents of one entry (not the entry itself). */
+void nk__aplan_entry_clear(struct nk__aplan_entry *e);
+/** Append a copy of @p e (deep) to @p a.  Errors: NK_ENOMEM. */
+int nk__aplan_add(nk_advice *a, const struct nk__aplan_entry *e);
+/** Entry of @p key applied when @p when / @p phase, NULL none. */
+struct nk__aplan_entry *nk__aplan_find(nk_advice *a, const char *key, int when, const char *phase);
+#endif
