@@ -1615,6 +1615,8 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 		goto out;
 	c.a->n_procs = (int)p->n_procs;
 	c.a->page_size = 4096;
+	if (p->machine_json && !(c.a->machine_json = xstrdup(p->machine_json)))
+		goto out;
 	if (!m && p->machine_json) {
 		nk_error merr;
 		if (nk_machine_load_buffer(p->machine_json, strlen(p->machine_json), &own, &merr)) {
@@ -1672,6 +1674,7 @@ void nk__analysis_free(struct nk__analysis *a)
 	}
 	free(a->phases);
 	free(a->attr);
+	free(a->machine_json);
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);

@@ -172,6 +172,7 @@ struct nk__analysis {
 	struct nk__an_sample *attr;
 	size_t n_attr;
 	uint64_t page_size;     /* bytes, of the first process (4096 when unknown) */
+	char *machine_json;     /* the profile's MACHINE record (nk_machine_load_buffer), NULL none */
 	char **warnings;
 	size_t n_warnings;
 };
