@@ -293,7 +293,8 @@ static void test_policies(void **state)
 	one_policy(p, "bind:nodes=1", 0.75, 0.75);   /* only thread 1 is local */
 	one_policy(p, "cyclic:nodes=0,1", 0.75, 0.75); /* threads 0,1 half local, 2,3 never: 64 of 256 */
 	one_policy(p, "cyclic_block:block=64K", 0.75, 0.0); /* 16-page blocks round robin = quarters */
-	one_policy(p, "cyclic_block:block=32K", 0.75, 0.75); /* quarters on nodes {0,1},{2,3},{0,1},{2,3}: threads 0, 3 half local */
+	/* 8-page blocks: quarters on nodes {0,1},{2,3},{0,1},{2,3}: threads 0 and 3 half local */
+	one_policy(p, "cyclic_block:block=32K", 0.75, 0.75);
 	one_policy(p, "next_touch", 0.75, 0.0);      /* every page goes to its reader */
 	one_policy(p, "block:nodes=3,2,1,0", 0.75, 1.0);
 	nk_profile_free(p);
