@@ -344,13 +344,21 @@ static int entry_fail(struct wi_ctx *c, const struct nk__aplan_entry *e, int rc,
 	return nk__error(c->err, rc, "whatif: plan entry \"%s\" (%s): %s", entry_label(e), e->key, msg);
 }
 
+/* The plan of @p we for an instance of @p len bytes; cached per length, sorted (binary search). */
 static int plan_for(struct wi_ctx *c, struct wi_entry *we, uint64_t len, nk_plan **out)
 {
-	for (size_t i = 0; i < we->n_cache; i++)
-		if (we->cache[i].len == len) {
-			*out = we->cache[i].pl;
-			return 0;
-		}
+	size_t lo = 0, hi = we->n_cache;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (we->cache[mid].len < len)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < we->n_cache && we->cache[lo].len == len) {
+		*out = we->cache[lo].pl;
+		return 0;
+	}
 	if (we->n_cache == we->cap_cache) {
 		size_t cap = we->cap_cache ? 2 * we->cap_cache : 4;
 		struct wi_plan_cache *n = realloc(we->cache, cap * sizeof(*n));
@@ -365,7 +373,9 @@ static int plan_for(struct wi_ctx *c, struct wi_entry *we, uint64_t len, nk_plan
 	int rc = nk_plan_build(c->m, we->pol, &r, &pl, &perr);
 	if (rc)
 		return entry_fail(c, we->e, rc, perr.message);
-	we->cache[we->n_cache++] = (struct wi_plan_cache){ len, pl };
+	memmove(&we->cache[lo + 1], &we->cache[lo], (we->n_cache - lo) * sizeof(*we->cache));
+	we->cache[lo] = (struct wi_plan_cache){ len, pl };
+	we->n_cache++;
 	*out = pl;
 	return 0;
 }
@@ -714,9 +724,9 @@ static char *entries_text(const struct wi_ctx *c, size_t v)
 	size_t len = 1;
 	for (size_t i = 0; i < wv->n_entries; i++) {
 		const struct nk__aplan_entry *e = c->ents[wv->entries[i]].e;
-		len += strlen(e->policy) + 2 + (e->phase ? strlen(e->phase) + 1 : 0) + 2;
+		len += strlen(e->policy) + 6 + (e->phase ? strlen(e->phase) : 0); /* ";" POLICY "@par" or "@" PHASE */
 	}
-	char *s = malloc(len + 8);
+	char *s = malloc(len);
 	if (!s)
 		return NULL;
 	s[0] = 0;
