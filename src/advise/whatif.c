@@ -155,7 +155,7 @@ static int load_machine(struct wi_ctx *c)
 	const nk_machine *m = c->m;
 	int k = nk_machine_num_nodes(m);
 	if (k < 1)
-		return nk__error(c->err, NK_EINVAL, "whatif: the machine has no nodes");
+		return nk__error(c->err, NK_EINVAL, "the machine has no nodes");
 	c->k = k;
 	size_t kk = (size_t)k;
 	c->ids = calloc(kk, sizeof(int));
@@ -175,7 +175,7 @@ static int load_machine(struct wi_ctx *c)
 			c->cpu_nodes[c->n_cpu++] = i;
 	}
 	if (!c->n_mem || !c->n_cpu)
-		return nk__error(c->err, NK_EINVAL, "whatif: the machine has no node with %s",
+		return nk__error(c->err, NK_EINVAL, "the machine has no node with %s",
 				 c->n_mem ? "cpus" : "memory");
 	for (int i = 0; i < k; i++) {
 		for (int j = 0; j < k; j++) {
@@ -237,16 +237,16 @@ static int setup_pinning(struct wi_ctx *c)
 	int team = pin->threads > 0 ? pin->threads : 0;
 	if (!strcmp(pin->strategy, "cpus")) {
 		if (!pin->cpus || !pin->n_cpus)
-			return nk__error(c->err, NK_EINVAL, "whatif: plan pinning \"cpus\" without a cpu list");
+			return nk__error(c->err, NK_EINVAL, "plan pinning \"cpus\" without a cpu list");
 		if (!team)
 			team = (int)pin->n_cpus;
 	} else if (!strcmp(pin->strategy, "sharing")) {
 		if (!pin->sharing || pin->threads < 1)
 			return nk__error(c->err, NK_EINVAL,
-					 "whatif: plan pinning \"sharing\" needs its matrix and team size (threads)");
+					 "plan pinning \"sharing\" needs its matrix and team size (threads)");
 	} else if (strcmp(pin->strategy, "compact") && strcmp(pin->strategy, "scatter")) {
 		return nk__error(c->err, NK_EINVAL,
-				 "whatif: plan pinning: unknown strategy \"%s\" (none, compact, scatter, sharing, cpus)",
+				 "plan pinning: unknown strategy \"%s\" (none, compact, scatter, sharing, cpus)",
 				 pin->strategy);
 	}
 	if (!team)
@@ -263,7 +263,7 @@ static int setup_pinning(struct wi_ctx *c)
 			nk_cpu_info ci;
 			if (nk_machine_cpu_info(c->m, cpu, &ci) || ci.node < 0)
 				return nk__error(c->err, NK_ENODEV,
-						 "whatif: plan pinning: thread %d: cpu %d: no such cpu on this machine", t,
+						 "plan pinning: thread %d: cpu %d: no such cpu on this machine", t,
 						 cpu);
 			c->team_nodes[t] = ci.node;
 		}
@@ -274,7 +274,7 @@ static int setup_pinning(struct wi_ctx *c)
 			rc = nk_placement_build(c->m, pin->strategy, team, &pl, &perr);
 		if (rc)
 			return nk__error(c->err, rc == NK_ENOMEM ? NK_ENOMEM : rc == NK_ENODEV ? NK_ENODEV : NK_EINVAL,
-					 "whatif: plan pinning \"%s\": %s", pin->strategy, perr.message);
+					 "plan pinning \"%s\": %s", pin->strategy, perr.message);
 		for (int t = 0; t < team; t++)
 			c->team_nodes[t] = nk_placement_node(pl, t % nk_placement_num_threads(pl));
 		nk_placement_free(pl);
@@ -341,7 +341,7 @@ static int entry_fail(struct wi_ctx *c, const struct nk__aplan_entry *e, int rc,
 {
 	if (rc != NK_ENOMEM && rc != NK_ENODEV)
 		rc = NK_EINVAL;
-	return nk__error(c->err, rc, "whatif: plan entry \"%s\" (%s): %s", entry_label(e), e->key, msg);
+	return nk__error(c->err, rc, "plan entry \"%s\" (%s): %s", entry_label(e), e->key, msg);
 }
 
 /* The plan of @p we for an instance of @p len bytes; cached per length, sorted (binary search). */
@@ -399,7 +399,7 @@ static int setup_entries(struct wi_ctx *c)
 		we->e = e;
 		we->var = -1;
 		if (!e->key || !*e->key || !e->policy)
-			return nk__error(c->err, NK_EINVAL, "whatif: plan entry %zu has no %s", i + 1,
+			return nk__error(c->err, NK_EINVAL, "plan entry %zu has no %s", i + 1,
 					 !e->key || !*e->key ? "key" : "policy");
 		switch (e->when) {
 		case NK__WHEN_ALLOC:
@@ -813,14 +813,15 @@ static void pct_pair(char *buf, size_t cap, const struct wi_acc *x)
 	snprintf(buf, cap, "%s -> %s", a, b);
 }
 
+/* One table line: 24 + 1 + 8 + 2 + 14 + 2 + 20 + 2 + 9 + 2 + 14 = 98 columns at most. */
 static void row(struct wi_ctx *c, struct buf *b, const char *name, uint64_t samples, const struct wi_acc *x,
 		uint64_t mig, const char *pol)
 {
 	char nb[64], pb[64], rp[40];
 	pct_pair(rp, sizeof(rp), x);
-	bprintf(b, "%-22s %8llu  %s  %9.4f -> %9.4f  %9.2f  %s\n", fit(name, 22, nb, sizeof(nb)),
+	bprintf(b, "%-24s %8llu  %s  %8.4f -> %8.4f  %9.2f%s%s\n", fit(name, 24, nb, sizeof(nb)),
 		(unsigned long long)samples, rp, stall_ms(c, &x[0]), stall_ms(c, &x[1]), (double)mig / 1048576.0,
-		fit(pol, 14, pb, sizeof(pb)));
+		*pol ? "  " : "", fit(pol, 14, pb, sizeof(pb)));
 }
 
 static int text_out(struct wi_ctx *c, char **out)
@@ -864,9 +865,9 @@ static int text_out(struct wi_ctx *c, char **out)
 	} else {
 		bprintf(&b, "pinning: none (threads as profiled)\n");
 	}
-	bprintf(&b, "\n%-22s %8s  %-14s  %-22s  %9s  %s\n", "variable", "samples", "remote %", "stall ms (estimate)",
+	bprintf(&b, "\n%-24s %8s  %-14s  %-20s  %9s  %s\n", "variable", "samples", "remote %", "stall ms (estimate)",
 		"migrate", "policy");
-	bprintf(&b, "%-22s %8s  %-14s  %-22s  %9s\n", "", "", "profiled->plan", "  profiled ->      plan", "MiB");
+	bprintf(&b, "%-24s %8s  %-14s  %-20s  %9s\n", "", "", "profiled->plan", "profiled ->     plan", "MiB");
 	size_t shown = 0;
 	struct wi_acc rest[2];
 	uint64_t rest_bytes[2][64];
@@ -1134,14 +1135,14 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 	if (!m) {
 		if (!an->machine_json) {
 			rc = nk__error(err, NK_EINVAL,
-				       "whatif: the profile has no machine description: give one (--machine FILE)");
+				       "the profile has no machine description: give one (--machine FILE)");
 			goto out;
 		}
 		nk_error merr = { 0, "" };
 		rc = nk_machine_load_buffer(an->machine_json, strlen(an->machine_json), &own, &merr);
 		if (rc) {
 			rc = nk__error(err, rc == NK_ENOMEM ? NK_ENOMEM : NK_EINVAL,
-				       "whatif: the profile's machine description is unusable: %s", merr.message);
+				       "the profile's machine description is unusable: %s", merr.message);
 			goto out;
 		}
 		m = own;
