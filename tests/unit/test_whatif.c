@@ -145,12 +145,12 @@ static nk_profile *quarters(const char *mdesc, const int cpu_nodes[4], int page_
 
 static const int ON_OWN_NODE[4] = { 0, 1, 2, 3 };
 
-/* ------------------------------------------------ plans as structs (freed here) */
+/* ------------------------------------------------ plans as structs (aplan.h), freed by nk_advice_free */
 
 static nk_advice *plan_new(void)
 {
-	nk_advice *a = calloc(1, sizeof(*a));
-	a->version = NK__APLAN_VERSION;
+	nk_advice *a = NULL;
+	assert_int_equal(nk_advice_create(&a), 0);
 	return a;
 }
 
@@ -178,28 +178,7 @@ static void plan_pin(nk_advice *a, const char *strategy, int threads)
 
 static void plan_free(nk_advice *a)
 {
-	for (size_t i = 0; i < a->n_entries; i++) {
-		struct nk__aplan_entry *e = &a->entries[i];
-		free(e->variable);
-		free(e->key);
-		free(e->policy);
-		free(e->phase);
-		free(e->ranges);
-		free(e->reason);
-		free(e->ev.diagnosis);
-	}
-	free(a->entries);
-	free(a->pin.strategy);
-	free(a->pin.cpus);
-	free(a->pin.sharing);
-	free(a->pin.reason);
-	for (size_t i = 0; i < a->n_warnings; i++)
-		free(a->warnings[i]);
-	free(a->warnings);
-	free(a->node_ids);
-	free(a->program);
-	free(a->profile);
-	free(a);
+	nk_advice_free(a);
 }
 
 /* ------------------------------------------------ running it */
@@ -620,13 +599,44 @@ static void test_text_and_errors(void **state)
 	nk_profile_free(p);
 }
 
+/* Through the public plan API: a parsed plan and nk_advice_set give the same numbers as the structs. */
+static void test_public_plan(void **state)
+{
+	(void)state;
+	nk_profile *p = quarters(M4, ON_OWN_NODE, 0, 1);
+	static const char json[] =
+		"{\"format\": \"numakit-plan\", \"version\": 1,"
+		" \"pin\": {\"strategy\": \"scatter\", \"threads\": 4},"
+		" \"entries\": [{\"key\": \"name:grid\", \"policy\": \"block\", \"when\": \"phase\","
+		" \"phase\": \"compute\"}]}";
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+	assert_int_equal(nk_advice_parse(json, strlen(json), &a, &err), 0);
+	json_t *j = whatif_json(p, NULL, a);
+	NEAR(num(j, "total.profiled.remote_fraction"), 192.0 / 320.0);
+	NEAR(num(j, "total.planned.remote_fraction"), 0.0);
+	NEAR(num(j, "total.migration_bytes"), 196608);
+	json_decref(j);
+	nk_advice_free(a);
+
+	/* nk_advice_set by the report's name: an alloc entry */
+	assert_int_equal(nk_advice_create(&a), 0);
+	assert_int_equal(nk_advice_set(a, p, "grid", "bind:nodes=1", &err), 0);
+	j = whatif_json(p, NULL, a);
+	NEAR(num(j, "total.planned.remote_fraction"), (64.0 + 192.0) / 320.0); /* thread 0's init, threads 0,2,3 */
+	NEAR(num(j, "total.migration_bytes"), 0);
+	json_decref(j);
+	nk_advice_free(a);
+	nk_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policies),     cmocka_unit_test(test_stall),
 		cmocka_unit_test(test_phases),       cmocka_unit_test(test_pinning),
 		cmocka_unit_test(test_other_machine), cmocka_unit_test(test_pages),
-		cmocka_unit_test(test_text_and_errors),
+		cmocka_unit_test(test_text_and_errors), cmocka_unit_test(test_public_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
