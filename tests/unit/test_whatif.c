@@ -370,6 +370,15 @@ static void test_phases(void **state)
 	json_decref(j);
 	plan_free(a);
 
+	/* next_touch from "compute": each page moves to its first reader there (quarters 1-3 move) */
+	a = plan_new();
+	plan_add(a, "name:grid", "next_touch", NK__WHEN_PHASE, "compute");
+	j = whatif_json(p, NULL, a);
+	NEAR(num(var_of(j, "grid"), "planned.remote_fraction"), 0.0);
+	NEAR(num(var_of(j, "grid"), "migration_bytes"), 196608);
+	json_decref(j);
+	plan_free(a);
+
 	/* bind to node 1 in "init" only, then "none" in compute is as profiled again (node 0) */
 	a = plan_new();
 	plan_add(a, "name:grid", "bind:nodes=1", NK__WHEN_PHASE, "init");
@@ -436,6 +445,36 @@ static void test_pinning(void **state)
 	j = whatif_json(p, NULL, a);
 	NEAR(num(j, "total.planned.remote_fraction"), 1.0);
 	json_decref(j);
+
+	/* sharing: threads 0 and 3 share, 1 and 2 share: on 2 nodes they pair up ({0,3} and {1,2}) */
+	nk_machine *m2 = nk_test_synth(M2);
+	struct pbuild b2;
+	pb_init(&b2, M2, 4);
+	pb_name(&b2, BASE, NPAGES * PAGE, "grid");
+	static const int quarter_node[4] = { 0, 1, 1, 0 };
+	t = 1;
+	for (int th = 0; th < 4; th++)
+		for (int pg = th * 16; pg < th * 16 + 16; pg++)
+			pb_sample(&b2, t++, BASE + pg * PAGE, th, 0, quarter_node[th], 0, 0);
+	nk_profile *p2 = profile_of(&b2);
+	pb_free(&b2);
+	nk_advice *s2 = plan_new();
+	plan_pin(s2, "sharing", 4);
+	s2->pin.sharing = calloc(16, sizeof(double));
+	s2->pin.sharing[0 * 4 + 3] = s2->pin.sharing[3 * 4 + 0] = 10;
+	s2->pin.sharing[1 * 4 + 2] = s2->pin.sharing[2 * 4 + 1] = 10;
+	j = whatif_json(p2, m2, s2);
+	NEAR(num(j, "total.profiled.remote_fraction"), 0.5); /* threads 1 and 2 (node 0) read node 1 */
+	tn = json_object_get(json_object_get(j, "pinning"), "thread_nodes");
+	json_int_t n0 = json_integer_value(json_array_get(tn, 0)), n1 = json_integer_value(json_array_get(tn, 1));
+	assert_int_equal(json_integer_value(json_array_get(tn, 3)), n0);
+	assert_int_equal(json_integer_value(json_array_get(tn, 2)), n1);
+	assert_true(n0 != n1);
+	NEAR(num(j, "total.planned.remote_fraction"), n0 == 0 ? 0.0 : 1.0);
+	json_decref(j);
+	plan_free(s2);
+	nk_profile_free(p2);
+	nk_machine_free(m2);
 
 	/* a cpu the machine lacks */
 	a->pin.cpus[2] = 99;
@@ -599,6 +638,38 @@ static void test_text_and_errors(void **state)
 	nk_profile_free(p);
 }
 
+/* Unknown nodes stay out of the fraction and the stall; a thread without THREAD record is never pinned. */
+static void test_unknown(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M2, 2);
+	pb_name(&b, BASE, 4 * PAGE, "buf");
+	for (int i = 0; i < 10; i++)
+		pb_sample(&b, 1 + (uint64_t)i, BASE + (uint64_t)(i % 4) * PAGE, 0, 0, 1, 0, 0); /* remote */
+	for (int i = 0; i < 10; i++)
+		pb_sample(&b, 20 + (uint64_t)i, BASE, 1, -1, 0, 0, 0); /* cpu node unknown */
+	for (int i = 0; i < 10; i++)
+		pb_sample(&b, 40 + (uint64_t)i, BASE, 7, 0, 0, 0, 0)->tid = 4242; /* no THREAD record, local */
+	nk_profile *p = profile_of(&b);
+	pb_free(&b);
+	nk_advice *a = plan_new();
+	plan_pin(a, "scatter", 2); /* thread 0 -> node 0, thread 1 -> node 1 */
+	json_t *j = whatif_json(p, NULL, a);
+	NEAR(num(j, "total.profiled.unknown"), 10);
+	NEAR(num(j, "total.profiled.remote_fraction"), 0.5); /* 10 remote, 10 local (tid 4242) */
+	NEAR(num(j, "total.profiled.stall_ms"), (10 * 160.0 + 10 * 80.0) / 1e6);
+	/* thread 1 is pinned to node 1: its 10 accesses to node 0 become known and remote; tid 4242 stays */
+	NEAR(num(j, "total.planned.unknown"), 0);
+	NEAR(num(j, "total.planned.remote_fraction"), 20.0 / 30.0);
+	const json_t *th = json_array_get(json_object_get(j, "threads"), 2);
+	assert_int_equal(json_integer_value(json_object_get(th, "index")), -1);
+	assert_int_equal(json_integer_value(json_object_get(th, "planned_node")), 0);
+	json_decref(j);
+	plan_free(a);
+	nk_profile_free(p);
+}
+
 /* Through the public plan API: a parsed plan and nk_advice_set give the same numbers as the structs. */
 static void test_public_plan(void **state)
 {
@@ -637,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_phases),       cmocka_unit_test(test_pinning),
 		cmocka_unit_test(test_other_machine), cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_text_and_errors), cmocka_unit_test(test_public_plan),
+		cmocka_unit_test(test_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
