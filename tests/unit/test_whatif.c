@@ -670,6 +670,36 @@ static void test_unknown(void **state)
 	nk_profile_free(p);
 }
 
+/* More than 20 variables: the ones without an entry past the 20th are summed in one line. */
+static void test_many_variables(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M2, 2);
+	char name[32];
+	for (int v = 0; v < 25; v++) {
+		snprintf(name, sizeof(name), "var%02d", v);
+		pb_name(&b, BASE + (uint64_t)v * 16 * PAGE, PAGE, name);
+		for (int k = 0; k <= v; k++) /* var24 has the most remote accesses: listed first */
+			pb_sample(&b, 1 + (uint64_t)(v * 100 + k), BASE + (uint64_t)v * 16 * PAGE, k % 2, k % 2, 0, 0, 0);
+	}
+	nk_profile *p = profile_of(&b);
+	pb_free(&b);
+	nk_advice *a = plan_new();
+	plan_add(a, "name:var00", "bind:nodes=1", NK__WHEN_ALLOC, NULL); /* the last one, listed anyway */
+	char *out = NULL;
+	nk_error err = { 0, "" };
+	assert_int_equal(nk_profile_whatif(p, NULL, a, NK_REPORT_TEXT, &out, &err), 0);
+	assert_non_null(strstr(out, "\nvar24 "));
+	assert_non_null(strstr(out, "\nvar00 "));
+	assert_null(strstr(out, "\nvar01 "));
+	/* var01..var04 (2+3+4+5 samples) are summed */
+	assert_non_null(strstr(out, "(4 more variables)             14 "));
+	free(out);
+	plan_free(a);
+	nk_profile_free(p);
+}
+
 /* Through the public plan API: a parsed plan and nk_advice_set give the same numbers as the structs. */
 static void test_public_plan(void **state)
 {
@@ -708,7 +738,7 @@ int main(void)
 		cmocka_unit_test(test_phases),       cmocka_unit_test(test_pinning),
 		cmocka_unit_test(test_other_machine), cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_text_and_errors), cmocka_unit_test(test_public_plan),
-		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_unknown), cmocka_unit_test(test_many_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
