@@ -5,6 +5,7 @@
 # "thread cpus:"), and that cpu's node.  Default SPECs: compact, scatter and cpu lists built from
 # the allowed cpus (reversed, and oversubscribed).  The program's in-program pinning (nk_omp_pin,
 # argument pin:SPEC) is checked the same way.  Exit 77 (skip) with fewer than two allowed cpus.
+# NK_PIN_SKIP_ENV=1 leaves out the checks of the environment numakit refuses or respects.
 set -u
 nk=$1; shift
 progs=()
@@ -66,7 +67,10 @@ for spec in "${specs[@]}"; do
         check "$(basename "$p") nk_omp_pin $spec" "$expected" "$out"
     done
 done
-# The environment numakit refuses or respects (docs/threads.md, numakit run --pin).
+# The environment numakit refuses or respects (docs/threads.md, numakit run --pin): plain CLI logic,
+# the same on any machine, so the guest test (NK_PIN_SKIP_ENV=1: every numakit start costs seconds
+# under emulation) leaves it to the host run of this script (ctest omp.*).
+if [ "${NK_PIN_SKIP_ENV:-0}" = 1 ]; then exit $fail; fi
 expect_rc() { # rc description command...
     local want=$1 what=$2 rc; shift 2
     "$@" >/dev/null 2>&1; rc=$?
