@@ -732,17 +732,19 @@ static double predict_local(const struct adv *c, const struct dec *d, const stru
 	nk_plan *pl = NULL;
 	int *nodes = NULL;
 	double local = -1;
-	uint64_t n = p->npages;
-	nk_region r = { NULL, (size_t)(n * nk_machine_page_size(c->m)), 0, 0, { 0, 0, 0 } };
-	if (nk_machine_page_size(c->m) != c->ps)
-		r.len = (size_t)(n * c->ps); /* pages of the profile's size; the plan counts its own */
+	/* the instance in the profile's pages; the plan counts the target's (page i of the profile is
+	 * in target page i * ps / mps) */
+	uint64_t mps = nk_machine_page_size(c->m) ? nk_machine_page_size(c->m) : c->ps;
+	nk_region r = { NULL, (size_t)(p->npages * c->ps), 0, 0, { 0, 0, 0 } };
+	size_t n = 0;
 	if (!nk_policy_parse(d->policy, &pol, NULL) && !nk_plan_build(c->m, pol, &r, &pl, NULL) &&
-	    nk_plan_num_pages(pl) >= n && (nodes = malloc((size_t)n * sizeof(int))) &&
-	    !nk_plan_nodes(pl, 0, (size_t)n, nodes)) {
+	    (n = nk_plan_num_pages(pl)) > 0 && (nodes = malloc(n * sizeof(int))) && !nk_plan_nodes(pl, 0, n, nodes)) {
 		local = 0;
-		for (size_t i = 0; i < p->nr; i++)
-			if (p->r[i].page < n && nodes[p->r[i].page] == c->map[p->r[i].node])
+		for (size_t i = 0; i < p->nr; i++) {
+			uint64_t tp = p->r[i].page * c->ps / mps;
+			if (tp < n && nodes[tp] == c->map[p->r[i].node])
 				local += p->r[i].w;
+		}
 		local /= p->total;
 	}
 	free(nodes);
@@ -857,7 +859,9 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 		struct pat p;
 		if ((rc = pat_build(c, vi, (int)k, v->size, &p)))
 			break;
-		double before = predict_local(c, &d[cur], &p), after = d[k].local;
+		double before = predict_local(c, &d[cur], &p), after = predict_local(c, &d[k], &p);
+		if (after < 0)
+			after = d[k].local;
 		pat_free(&p);
 		double acc = (double)a->phases[k].var_acc[vi];
 		double gain = before >= 0 && after >= 0 ? after - before
