@@ -133,7 +133,16 @@ static void print_table(const char *path, const char *text)
 		printf("\nleft alone:\n");
 		for (size_t i = 0; i < nl; i++) {
 			const json_t *s = json_array_get(left, i);
-			printf("  %s: %s\n", jstr(s, "variable", jstr(s, "key", "?")), jstr(s, "reason", ""));
+			const char *name = jstr(s, "variable", NULL);
+			/* a name several variables share (heap sites allocating on one line) gets its key */
+			int dup = 0;
+			for (size_t k = 0; name && k < nl && !dup; k++)
+				dup = k != i && !strcmp(name, jstr(json_array_get(left, k), "variable", ""));
+			if (!name || dup)
+				printf("  %s%s%s%s: %s\n", name ? name : "", name ? " [" : "", jstr(s, "key", "?"), name ? "]" : "",
+				       jstr(s, "reason", ""));
+			else
+				printf("  %s: %s\n", name, jstr(s, "reason", ""));
 		}
 	}
 	for (size_t i = 0; i < json_array_size(warn); i++)

@@ -1189,14 +1189,14 @@ static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 			}
 		}
 		if (rc)
-			return nk__error(err, rc, "advise: out of memory");
+			return nk__error(err, rc, "out of memory");
 	}
 	if (!judged)
 		return nk__error(err, NK_ENODATA,
-				 "advise: no variable has enough samples (%d, with the nodes known) to decide anything",
+				 "no variable has enough samples (%d, with the nodes known) to decide anything",
 				 NK__AN_MIN_SAMPLES);
 	if ((rc = advise_pin(c, plan, owner_entries, shared_entries)))
-		return nk__error(err, rc, "advise: out of memory");
+		return nk__error(err, rc, "out of memory");
 	return 0;
 }
 
@@ -1228,15 +1228,15 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 	}
 	rc = setup(&c);
 	if (rc) {
-		rc = nk__error(err, rc, "advise: out of memory");
+		rc = nk__error(err, rc, "out of memory");
 		goto out;
 	}
 	if ((rc = nk_advice_create(&plan))) {
-		rc = nk__error(err, rc, "advise: out of memory");
+		rc = nk__error(err, rc, "out of memory");
 		goto out;
 	}
 	if (a->program && strcmp(a->program, "?") && !(plan->program = strdup(a->program))) {
-		rc = nk__error(err, NK_ENOMEM, "advise: out of memory");
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto out;
 	}
 	plan->numa_factor = c.factor;
@@ -1251,7 +1251,7 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 			plan->node_ids[plan->n_nodes++] = a->node_ids[i];
 	}
 	if (!plan->node_ids) {
-		rc = nk__error(err, NK_ENOMEM, "advise: out of memory");
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto out;
 	}
 	rc = advise(&c, plan, err);
