@@ -419,6 +419,32 @@ static void test_pages(void **state)
 	e = entry(a, "name:mesh", NK__WHEN_ALLOC, NULL);
 	assert_non_null(e);
 	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "no block layout fits (best: 75%) and per-page placement is off"));
+	nk_advice_free(a);
+	pb_free(&b);
+
+	/* every 4th page sampled: unsampled pages go to the nearest sampled page's owner (ties: the
+	 * earlier), so every boundary between sampled pages 4k and 4k + 4 falls at 4k + 3 */
+	pb_init(&b, M4, 8);
+	pb_name(&b, BASE, NP * PAGE, "sparse");
+	for (int rep = 0; rep < 3; rep++)
+		for (int pg = 0; pg < NP; pg += 4) {
+			int node = seq[(pg / 12) % 32];
+			pb_sample(&b, BASE + pg * PAGE + 64 * (uint64_t)rep, 2 * node + rep % 2, node, 0, NK__ACC_READ);
+		}
+	a = advise(&b);
+	e = entry(a, "name:sparse", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "pages");
+	uint64_t at = 0;
+	for (size_t i = 0; i < e->n_ranges; i++) {
+		assert_int_equal(e->ranges[i].first, at);
+		if (i)
+			assert_int_equal(at % 4, 3);
+		assert_int_equal(e->ranges[i].node, seq[(((at + 1) / 4 * 4) / 12) % 32]);
+		at += e->ranges[i].count;
+	}
+	assert_int_equal(at, NP);
 	nk_advice_free(a);
 	pb_free(&b);
 }
