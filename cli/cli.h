@@ -42,6 +42,8 @@ int cli_cmd_profile(int argc, char **argv);
 extern const char cli_profile_usage[];
 int cli_cmd_cc(int argc, char **argv);
 extern const char cli_cc_usage[];
+int cli_cmd_advise(int argc, char **argv);
+extern const char cli_advise_usage[];
 int cli_cmd_whatif(int argc, char **argv);
 extern const char cli_whatif_usage[];
 
