@@ -1423,7 +1423,9 @@ NK_API int nk_profile_active(void);
 /**
  * Begin phase @p name (at most 63 bytes are kept); the previous phase ends.
  * Samples carry the phase current in the process, and `numakit report`
- * (and `numakit advise`) show and use phases separately.
+ * (and `numakit advise`) show and use phases separately.  Under
+ * `numakit run --plan`, the plan's entries for phase @p name are applied
+ * (their pages migrated) before this returns.
  * Errors: NK_EINVAL (NULL or empty name), NK_ERANGE (more than 65535 phases).
  */
 NK_API int nk_profile_phase(const char *name);

@@ -3,6 +3,9 @@
  * runtime (preload/prof/, libnumakit_prof.so) exports nkp_hook_* functions;
  * outside the profiler they do not exist and every call here is a no-op
  * returning 0.  Looked up once with dlsym(RTLD_DEFAULT) and cached.
+ * The plan runtime (preload/plan/, libnumakit_plan.so, `numakit run --plan`)
+ * exports nkplan_hook_phase: nk_profile_phase calls both, so a planned run
+ * can be profiled again.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -16,7 +19,7 @@ typedef int (*hook_range)(const void *, size_t, const char *);
 
 struct hooks {
 	hook_void active, start, stop;
-	hook_name phase;
+	hook_name phase, plan_phase;
 	hook_range name;
 };
 
@@ -36,6 +39,7 @@ static const struct hooks *hooks(void)
 		hk.stop = (hook_void)dlsym(RTLD_DEFAULT, "nkp_hook_stop");
 		hk.phase = (hook_name)dlsym(RTLD_DEFAULT, "nkp_hook_phase");
 		hk.name = (hook_range)dlsym(RTLD_DEFAULT, "nkp_hook_name");
+		hk.plan_phase = (hook_name)dlsym(RTLD_DEFAULT, "nkplan_hook_phase");
 		atomic_store_explicit(&hk_state, 2, memory_order_release);
 		return &hk;
 	}
@@ -55,7 +59,13 @@ int nk_profile_phase(const char *name)
 	if (!name || !*name)
 		return NK_EINVAL;
 	const struct hooks *h = hooks();
-	return h->phase ? h->phase(name) : 0;
+	int rc = h->phase ? h->phase(name) : 0;
+	if (h->plan_phase) {
+		int prc = h->plan_phase(name);
+		if (!rc)
+			rc = prc;
+	}
+	return rc;
 }
 
 int nk_profile_start(void)
