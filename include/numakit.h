@@ -1593,6 +1593,18 @@ NK_API int nk_advice_check(const nk_advice *a, const nk_machine *m, nk_error *er
  * NK_ENOENT (no such variable in the profile), NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char *policy, nk_error *err);
+/**
+ * The plan's thread pinning as `numakit run --pin` would take it.  *spec:
+ * malloc'ed "compact", "scatter", "sharing" (the matrix is then in
+ * *sharing, malloc'ed, in the text format of nk_sharing_parse(); give it to
+ * --pin as sharing:FILE) or the cpus in thread order ("3,1,0,2"); NULL when
+ * the plan pins nothing (no pinning, strategy "none").  *threads: the team
+ * size the plan was made for, 0 unknown.  @p sharing and @p threads may be
+ * NULL.  Errors: NK_EINVAL (NULL plan or spec, a "sharing" or "cpus" pinning
+ * without its matrix or list, an unknown strategy), NK_ENOMEM; nothing is
+ * returned then.
+ */
+NK_API int nk_advice_pin(const nk_advice *a, char **spec, int *threads, char **sharing, nk_error *err);
 /** Number of variable entries. */
 NK_API size_t nk_advice_num_entries(const nk_advice *a);
 NK_API void nk_advice_free(nk_advice *a);

@@ -247,7 +247,7 @@ static void *serve(size_t n, size_t align, int *group_out)
 		p = NULL;
 		goto out;
 	}
-	nkpl_block_born(g, p, len);
+	nkpl_block_born(g, p, len, 0);
 	if (group_out)
 		*group_out = g;
 out:
@@ -355,7 +355,7 @@ NKPL_EXPORT void *realloc(void *old, size_t n)
 				return NULL;
 		} else {
 			nkpl_enter();
-			nkpl_block_born(group, p, len);
+			nkpl_block_born(group, p, len, 1);
 			nkpl_leave();
 		}
 		memcpy(p, old, had);

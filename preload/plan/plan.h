@@ -93,8 +93,12 @@ void nkpl_enter(void);
 void nkpl_leave(void);
 /** The key group (entries sharing one key) of the current call stack, -1 none. */
 int nkpl_site_group(void);
-/** A tracked block of key group @p group was created: apply what applies now, note it for later entries. */
-void nkpl_block_born(int group, void *addr, size_t len);
+/**
+ * A tracked block of key group @p group was created (@p realloc 0) or is the
+ * new mapping of a grown one (1): apply the group's entries due now (at
+ * allocation; first-parallel after the first thread; the current phase's).
+ */
+void nkpl_block_born(int group, void *addr, size_t len, int realloc);
 /** Found by libnumakit's nk_profile_phase (src/profile/hooks.c) with dlsym: entries of phase @p name apply now. */
 NKPL_API int nkplan_hook_phase(const char *name);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */

@@ -299,14 +299,15 @@ static int due(const struct nk__aplan_entry *en, int at_birth)
 	return at_birth && st.phase[0] && en->phase && !strcmp(en->phase, st.phase);
 }
 
-void nkpl_block_born(int group, void *addr, size_t len)
+void nkpl_block_born(int group, void *addr, size_t len, int realloc)
 {
 	if (!st.active || group < 0 || (size_t)group >= st.n_groups)
 		return;
 	pthread_mutex_lock(&apply_lock);
 	for (size_t e = 0; e < st.plan->n_entries; e++)
 		if (st.group[e] == group && due(&st.plan->entries[e], 1))
-			apply_entry(e, "heap", (uintptr_t)addr, len, (uintptr_t)addr, (uintptr_t)addr + len);
+			apply_entry(e, realloc ? "realloc" : "heap", (uintptr_t)addr, len, (uintptr_t)addr,
+				    (uintptr_t)addr + len);
 	pthread_mutex_unlock(&apply_lock);
 }
 
