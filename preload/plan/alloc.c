@@ -203,17 +203,22 @@ static int release(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	size_t len = 0;
+	int group = -1;
 	if (!tracked_len(p, NULL))
 		return 0;
 	pthread_mutex_lock(&blk_lock);
 	struct blk *b = blk_find(a);
 	if (b) {
 		len = b->len;
+		group = b->group;
 		blk_delete(b);
 	}
 	pthread_mutex_unlock(&blk_lock);
 	if (!len)
 		return 0;
+	nkpl_enter();
+	nkpl_block_dies(group, p, len);
+	nkpl_leave();
 	real_munmap(p, len);
 	return 1;
 }

@@ -101,6 +101,8 @@ int nkpl_site_group(void);
 void nkpl_block_born(int group, void *addr, size_t len, int realloc);
 /** Found by libnumakit's nk_profile_phase (src/profile/hooks.c) with dlsym: entries of phase @p name apply now. */
 NKPL_API int nkplan_hook_phase(const char *name);
+/** Tracked block @p addr of @p group is freed: with a log, log where its pages are (nk_where). */
+void nkpl_block_dies(int group, void *addr, size_t len);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */
 void nkpl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -311,6 +311,38 @@ void nkpl_block_born(int group, void *addr, size_t len, int realloc)
 	pthread_mutex_unlock(&apply_lock);
 }
 
+/* "0:12 1:12 untouched:3": where the pages of [lo, hi) are. */
+static void where_text(uintptr_t lo, uintptr_t hi, char *buf, size_t cap)
+{
+	int nn = nk_machine_num_nodes(st.m);
+	size_t counts[257], used = 0;
+
+	buf[0] = 0;
+	if (nn <= 0 || nn > 256 || lo >= hi || nk_where(st.m, (void *)lo, hi - lo, NULL, counts)) {
+		snprintf(buf, cap, "unknown");
+		return;
+	}
+	for (int i = 0; i <= nn && used < cap; i++) {
+		if (!counts[i])
+			continue;
+		int k = i < nn ? snprintf(buf + used, cap - used, "%s%d:%zu", used ? " " : "", nk_machine_node_id(st.m, i),
+					  counts[i])
+			       : snprintf(buf + used, cap - used, "%suntouched:%zu", used ? " " : "", counts[i]);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+}
+
+void nkpl_block_dies(int group, void *addr, size_t len)
+{
+	char w[512];
+	if (!st.active || st.log_fd < 0 || group < 0 || (size_t)group >= st.n_groups)
+		return;
+	where_text((uintptr_t)addr, (uintptr_t)addr + len, w, sizeof w);
+	nkpl_log("free heap %s at %#lx size %zu: pages per node %s", st.gkey[group], (unsigned long)addr, len, w);
+}
+
 struct each_arg {
 	size_t e;
 };
@@ -519,6 +551,18 @@ static void summary(void)
 	}
 	if (used >= sizeof buf - 1)
 		used = sizeof buf - 2;
+	for (size_t g = 0; g < st.n_groups && st.log_fd >= 0; g++) {
+		uintptr_t lo, hi;
+		char w[512];
+		if (!st.saddr[g])
+			continue;
+		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
+		nkpl_enter();
+		where_text(lo, hi, w, sizeof w);
+		nkpl_leave();
+		nkpl_log("exit static %s at %#lx size %llu: whole pages per node %s", st.gkey[g], (unsigned long)st.saddr[g],
+			 (unsigned long long)st.ssize[g], w);
+	}
 	nkpl_log("summary: %.*s", (int)used, buf);
 	for (size_t e = 0; e < st.plan->n_entries; e++)
 		nkpl_log("entry %zu %s (%s%s%s): matched %llu applied %llu failed %llu", e, st.plan->entries[e].key,
