@@ -154,7 +154,11 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 
 	rc = nk_advice_load(o->plan, out, &err);
 	if (rc) {
-		cli_error("run", "--plan %s: %s", o->plan, err.message[0] ? err.message : nk_strerror(rc));
+		/* the library's message names the file */
+		if (err.message[0])
+			cli_error("run", "--plan: %s", err.message);
+		else
+			cli_error("run", "--plan %s: %s", o->plan, nk_strerror(rc));
 		return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 	}
 	rc = nk_advice_check(*out, m, &err);
@@ -566,7 +570,8 @@ static void print_plan(const struct run_opts *o, const struct pin_plan *pp, char
 
 		if (order)
 			nk_placement_format(pp->pl, order, (size_t)nk_placement_format(pp->pl, NULL, 0) + 1);
-		printf("placement: %s, %d thread%s%s\n", o->pin, n, n == 1 ? "" : "s",
+		printf("placement: %s, %d thread%s%s\n", o->sharing_tmp ? "sharing (the plan's matrix)" : o->pin, n,
+		       n == 1 ? "" : "s",
 		       nk_placement_oversubscribed(pp->pl) ? " (oversubscribed: some cpus run several threads)" : "");
 		printf("thread cpus: %s\n", order ? order : "?");
 		free(order);
