@@ -80,6 +80,13 @@ struct nk__aplan_pin {
 	char *reason;
 };
 
+/** A variable advise looked at and decided to leave as it is (listed so the user sees why). */
+struct nk__aplan_skip {
+	char *key;               /* its key (may be process-local: then it could not be placed anyway) */
+	char *variable;          /* display name; NULL none */
+	char *reason;            /* one sentence; NULL none */
+};
+
 struct nk_advice {
 	int version;             /* NK__APLAN_VERSION */
 	char *program;           /* informative: the profiled command */
@@ -92,6 +99,8 @@ struct nk_advice {
 	size_t n_entries;
 	char **warnings;         /* e.g. "migrating X in phase Y costs more than it saves" */
 	size_t n_warnings;
+	struct nk__aplan_skip *left_alone; /* "left_alone": variables without an entry, and why */
+	size_t n_left_alone;
 };
 
 /** Deep-free the contents of one entry (not the entry itself). */
@@ -100,4 +109,19 @@ void nk__aplan_entry_clear(struct nk__aplan_entry *e);
 int nk__aplan_add(nk_advice *a, const struct nk__aplan_entry *e);
 /** Entry of @p key applied when @p when / @p phase, NULL none. */
 struct nk__aplan_entry *nk__aplan_find(nk_advice *a, const char *key, int when, const char *phase);
+/** Append a copy of the message to a->warnings.  Errors: NK_ENOMEM. */
+int nk__aplan_warn(nk_advice *a, const char *msg);
+/** Append a left-alone record (copies).  Errors: NK_ENOMEM. */
+int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason);
+/** 1 when @p key is one a plan may carry: "static:", "heap:" or "name:" and something after it. */
+int nk__aplan_key_valid(const char *key);
+/** 1 when @p key names a process-local variable (":pid" followed by a digit): no later run matches it. */
+int nk__aplan_key_local(const char *key);
+struct nk__an_var;
+/** Evidence of an analysis variable (profile/analysis.h): counts, fractions, diagnosis (copied). */
+void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v);
+/** Evidence meaning "nothing known" (read_fraction, regularity, dominant_node -1; the rest 0). */
+void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev);
+/** "alloc", "first-parallel", "phase"; NULL when out of range. */
+const char *nk__aplan_when_name(int when);
 #endif
