@@ -37,7 +37,8 @@
 const char cli_run_usage[] =
 	"usage: numakit run [--membind NODES | --interleave NODES | --weighted NODE=W,...\n"
 	"                    | --preferred NODE | --preferred-many NODES]\n"
-	"                   [--cpus CPUS | --pin SPEC [--threads N]] [--plan FILE [--log FILE]]\n"
+	"                   [--cpus CPUS | --pin SPEC [--threads N]]\n"
+	"                   [--plan FILE [--log FILE]]\n"
 	"                   [--dry-run [--fsroot DIR | --xml FILE | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
 	"\n"
