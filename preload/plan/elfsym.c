@@ -3,11 +3,12 @@
  * ELF file (plan.h).  Statics are in .symtab, not .dynsym, and the runtime
  * runs inside the program (possibly before its allocator is usable), so this
  * maps the file read-only and walks the section headers itself: no libelf,
- * no malloc.  64-bit ELF of the host's byte order only (the runtime's own).
+ * no malloc (but in the demangler, for C++ names).  64-bit ELF of the host's byte order only (the runtime's own).
  */
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,8 +22,22 @@ static int in_file(uint64_t off, uint64_t len, uint64_t size)
 }
 
 /* Search one symbol table; 1 found (exact match wins over a "name.N" match). */
+/* @p sym (mangled) demangles to @p want. */
+static int demangled_is(nkpl_demangle_fn demangle, const char *sym, const char *want)
+{
+	int status = -1, same;
+	char *d;
+
+	if (!demangle || strncmp(sym, "_Z", 2) || !strncmp(want, "_Z", 2))
+		return 0;
+	d = demangle(sym, NULL, NULL, &status);
+	same = d && !status && !strcmp(d, want);
+	free(d);
+	return same;
+}
+
 static int search(const unsigned char *f, uint64_t fsz, const ElfW(Shdr) *sh, const ElfW(Shdr) *strsh,
-		  const char *name, uint64_t *value, uint64_t *size)
+		  const char *name, nkpl_demangle_fn demangle, uint64_t *value, uint64_t *size)
 {
 	int found = 0;
 
@@ -37,8 +52,15 @@ static int search(const unsigned char *f, uint64_t fsz, const ElfW(Shdr) *sh, co
 		    sym[i].st_name >= strsh->sh_size || !sym[i].st_size)
 			continue;
 		const char *s = str + sym[i].st_name;
-		if (!memchr(s, 0, strsh->sh_size - sym[i].st_name) || !nkpl_sym_matches(s, name))
+		if (!memchr(s, 0, strsh->sh_size - sym[i].st_name))
 			continue;
+		if (!nkpl_sym_matches(s, name)) {
+			if (!demangled_is(demangle, s, name))
+				continue;
+			*value = sym[i].st_value; /* a demangled name is exact */
+			*size = sym[i].st_size;
+			return 1;
+		}
 		*value = sym[i].st_value;
 		*size = sym[i].st_size;
 		found = 1;
@@ -48,7 +70,8 @@ static int search(const unsigned char *f, uint64_t fsz, const ElfW(Shdr) *sh, co
 	return found;
 }
 
-int nkpl_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size, const char **why)
+int nkpl_elf_symbol(const char *path, const char *name, nkpl_demangle_fn demangle, uint64_t *value, uint64_t *size,
+		    const char **why)
 {
 	struct stat st;
 	void *map = MAP_FAILED;
@@ -82,7 +105,7 @@ int nkpl_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_
 		for (unsigned i = 0; i < eh->e_shnum && rc; i++) {
 			if (sh[i].sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) || sh[i].sh_link >= eh->e_shnum)
 				continue;
-			if (search(f, fsz, &sh[i], &sh[sh[i].sh_link], name, value, size))
+			if (search(f, fsz, &sh[i], &sh[sh[i].sh_link], name, demangle, value, size))
 				rc = 0;
 		}
 out:

@@ -74,13 +74,18 @@ void nkpl_range_bytes(uintptr_t addr, uint64_t first, uint64_t count, uint64_t e
 int nkpl_sym_matches(const char *sym, const char *want);
 
 /* ---- elfsym.c ---- */
+/** libstdc++'s __cxa_demangle. */
+typedef char *(*nkpl_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 /**
  * Look up data symbol @p name (nkpl_sym_matches) in ELF file @p path: its
- * link-time address and size.  Returns 0, -1 when not found or unreadable
- * (@p why then says which, a static string).  Uses only system calls (no
- * allocation through malloc).
+ * link-time address and size.  A C++ name as the analysis shows it
+ * ("ns::grid", demangled) matches a mangled symbol ("_ZN2ns4gridE") through
+ * @p demangle (NULL: mangled names match only as they are).  Returns 0, -1
+ * when not found or unreadable (@p why then says which, a static string).
+ * Allocates only inside @p demangle.
  */
-int nkpl_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size, const char **why);
+int nkpl_elf_symbol(const char *path, const char *name, nkpl_demangle_fn demangle, uint64_t *value, uint64_t *size,
+		    const char **why);
 
 /* ---- runtime.c ---- */
 /** Page size (0 before the runtime started). */

@@ -397,7 +397,9 @@ static void resolve_statics(void)
 			const char *why = NULL;
 			if (strlen(objs[i].name) != ol || strncmp(objs[i].name, obj, ol))
 				continue;
-			if (nkpl_elf_symbol(obj_paths[i], colon + 1, &value, &size, &why)) {
+			/* C++: the analysis shows demangled names; libstdc++ is loaded in a C++ program */
+			nkpl_demangle_fn dm = (nkpl_demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+			if (nkpl_elf_symbol(obj_paths[i], colon + 1, dm, &value, &size, &why)) {
 				nkpl_log("error static %s: %s: %s", k, obj_paths[i], why);
 				break;
 			}

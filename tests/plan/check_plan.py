@@ -15,6 +15,9 @@ Scenarios:
            block: every entry applied, pages placed, output unchanged.
   both     re-profiling a planned run: LD_PRELOAD holds the profiler runtime,
            `numakit run --plan` appends the plan runtime; both work.
+  cxx      (--prog plan_cxx) a C++ program: the namespaced static (mangled in
+           .symtab, demangled in the key) and a std::vector allocated through
+           libstdc++'s operator new are both matched; output unchanged.
   badplan  a plan whose key names no variable of the program, a plan whose
            policy cannot be built at run time: the program runs unchanged.
 Exit 0 pass, 1 fail, 77 skip.
@@ -41,7 +44,7 @@ def run(cmd, env=None, check=True):
 
 def keys_of(nk, prog, tmp):
     nkp = os.path.join(tmp, "run.nkp")
-    run([nk, "profile", "--sampler", "pagefault", "--max-overhead", "100", "-q", "-o", nkp, "--", prog])
+    run([nk, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp, "--", prog])
     rep = json.loads(run([nk, "report", "--json", nkp]).stdout)
     found = {}
 
@@ -176,8 +179,8 @@ def scenario_both(a, tmp):
         f.write(plan_json(entries))
     nkp = os.path.join(tmp, "again.nkp")
     # numakit profile puts the profiler first in LD_PRELOAD; run --plan appends the plan runtime.
-    p = run([a.numakit, "profile", "--sampler", "pagefault", "--max-overhead", "100", "-q", "-o", nkp, "--",
-             a.numakit, "run", "--plan", path, "--log", log, "--", a.prog])
+    p = run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o",
+             nkp, "--", a.numakit, "run", "--plan", path, "--log", log, "--", a.prog])
     if p.stdout != base:
         fail("output changed when profiled under the plan:\n%s\nvs\n%s" % (p.stdout, base))
     with open(log) as f:
@@ -189,6 +192,29 @@ def scenario_both(a, tmp):
     if keys["make_heap"] not in rep or keys["grid"] not in rep:
         fail("the re-profiled run does not show the planned variables under the same keys")
     print("both: profiler + plan runtime in one process; keys stable; output unchanged")
+
+
+def scenario_cxx(a, tmp):
+    nkp = os.path.join(tmp, "cxx.nkp")
+    run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp, "--", a.prog])
+    rep = json.loads(run([a.numakit, "report", "--json", nkp]).stdout)
+    vs = {v["kind"]: v for v in sorted(rep["variables"], key=lambda v: v["size"])
+          if v["kind"] in ("static", "heap") and "pid" not in v["key"] and v["size"] >= 1 << 20}
+    st, heap = vs.get("static"), vs.get("heap")
+    if not st or st["key"] != "static:%s:ns::grid" % os.path.basename(os.path.realpath(a.prog)):
+        fail("no static ns::grid in the report: %s" % st)
+    if not heap or not heap["key"].startswith("heap:libstdc++"):
+        fail("no std::vector site through libstdc++ in the report: %s" % heap)
+    base = run([a.prog]).stdout
+    entries = [{"variable": v["name"], "key": v["key"], "policy": "bind:nodes=0", "when": "alloc"} for v in (st, heap)]
+    p, lines = run_plan(a.numakit, a.prog, tmp, entries)
+    if p.stdout != base:
+        fail("output changed:\n%s\nvs\n%s" % (p.stdout, base))
+    for v, what in ((st, "static"), (heap, "heap")):
+        if len(matched(lines, v["key"], what)) != 1:
+            fail("%s not matched:\n%s" % (v["key"], "\n".join(lines)))
+    check_summary(p, 2, 2, [])
+    print("cxx: %s and %s matched; output unchanged" % (st["key"], heap["key"]))
 
 
 def scenario_badplan(a, tmp):

@@ -50,8 +50,13 @@ static void *reader(void *arg)
 {
 	struct job *j = arg;
 	double s = 0;
-	for (size_t i = 0; i < j->n; i++)
-		s += j->a[i];
+	/* a few sweeps: enough time for the profiler's sampler to see every array */
+	for (int sweep = 0; sweep < 4; sweep++) {
+		s = 0;
+		for (size_t i = 0; i < j->n; i++)
+			s += j->a[i];
+		__asm__ volatile("" ::: "memory");
+	}
 	j->sum = s;
 	return NULL;
 }

@@ -164,6 +164,21 @@ static void test_sym_matches(void **state)
 }
 
 double nkpl_test_global[3000];
+/* what a C++ "namespace ns { double grid[64]; }" looks like in .symtab */
+double nkpl_test_cxx[64] __asm__("_ZN2ns4gridE");
+
+/* A stand-in for __cxa_demangle that knows the one name. */
+static char *fake_demangle(const char *mangled, char *buf, size_t *len, int *status)
+{
+	(void)buf;
+	(void)len;
+	if (strcmp(mangled, "_ZN2ns4gridE")) {
+		*status = -2;
+		return NULL;
+	}
+	*status = 0;
+	return strdup("ns::grid");
+}
 static double nkpl_test_static[5000];
 
 static int first_obj(struct dl_phdr_info *info, size_t size, void *arg)
@@ -183,23 +198,29 @@ static void test_elf_symbol(void **state)
 
 	nkpl_test_static[1] = counter_local[1] = 1; /* keep them */
 	dl_iterate_phdr(first_obj, &bias);
-	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "nkpl_test_global", &value, &size, &why), 0);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "nkpl_test_global", NULL, &value, &size, &why), 0);
 	assert_int_equal(bias + value, (uintptr_t)nkpl_test_global);
 	assert_int_equal(size, sizeof nkpl_test_global);
-	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "nkpl_test_static", &value, &size, &why), 0);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "nkpl_test_static", NULL, &value, &size, &why), 0);
 	assert_int_equal(bias + value, (uintptr_t)nkpl_test_static);
 	assert_int_equal(size, sizeof nkpl_test_static);
 	/* a static local: "counter_local.N" in .symtab */
-	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "counter_local", &value, &size, &why), 0);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "counter_local", NULL, &value, &size, &why), 0);
 	assert_int_equal(bias + value, (uintptr_t)counter_local);
 	assert_int_equal(size, sizeof counter_local);
+	/* C++: the demangled name finds the mangled symbol; without a demangler it does not */
+	nkpl_test_cxx[1] = 1;
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "ns::grid", fake_demangle, &value, &size, &why), 0);
+	assert_int_equal(bias + value, (uintptr_t)nkpl_test_cxx);
+	assert_int_equal(size, sizeof nkpl_test_cxx);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "ns::grid", NULL, &value, &size, &why), -1);
 	/* functions are not data */
-	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "test_elf_symbol", &value, &size, &why), -1);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "test_elf_symbol", NULL, &value, &size, &why), -1);
 	assert_non_null(why);
-	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "no_such_variable_here", &value, &size, &why), -1);
-	assert_int_equal(nkpl_elf_symbol("/nonexistent/file", "x", &value, &size, &why), -1);
+	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "no_such_variable_here", fake_demangle, &value, &size, &why), -1);
+	assert_int_equal(nkpl_elf_symbol("/nonexistent/file", "x", NULL, &value, &size, &why), -1);
 	assert_string_equal(why, "cannot open the file");
-	assert_int_equal(nkpl_elf_symbol(NK_TEST_SRC "/unit/test_plan_runtime.c", "x", &value, &size, &why), -1);
+	assert_int_equal(nkpl_elf_symbol(NK_TEST_SRC "/unit/test_plan_runtime.c", "x", NULL, &value, &size, &why), -1);
 	assert_string_equal(why, "not a 64-bit ELF file with section headers");
 }
 
