@@ -224,14 +224,14 @@ static int release(void *p)
 }
 
 /* A mapping for @p n bytes when the call stack's site is in the plan, else NULL (the caller forwards). */
-static void *serve(size_t n, size_t align, int *group_out)
+static void *serve(size_t n, size_t align, int *group_out, uintptr_t ra)
 {
 	uint64_t ps = nkpl_page_size;
 	void *p = NULL;
 	if (!ps || n < ps || align > ps || !nkpl_heap_active() || nkpl_busy())
 		return NULL;
 	nkpl_enter();
-	int g = nkpl_site_group();
+	int g = nkpl_site_group(ra);
 	if (g < 0)
 		goto out;
 	size_t len = (n + ps - 1) & ~(size_t)(ps - 1);
@@ -262,15 +262,21 @@ out:
 
 /* ---------------------------------------------------------------- malloc family */
 
-NKPL_EXPORT void *malloc(size_t n)
+/* @p ra: the return address of the interposer the program called (serve's fast filter). */
+static void *do_malloc(size_t n, uintptr_t ra)
 {
 	if (atomic_load_explicit(&resolved, memory_order_acquire) != 2) {
 		if (atomic_load(&resolved) == 1)
 			return boot_alloc(n);
 		nkpl_alloc_resolve();
 	}
-	void *p = serve(n, 0, NULL);
+	void *p = serve(n, 0, NULL, ra);
 	return p ? p : real_malloc(n);
+}
+
+NKPL_EXPORT void *malloc(size_t n)
+{
+	return do_malloc(n, (uintptr_t)__builtin_return_address(0));
 }
 
 NKPL_EXPORT void *calloc(size_t a, size_t b)
@@ -285,7 +291,7 @@ NKPL_EXPORT void *calloc(size_t a, size_t b)
 			return boot_alloc(n);
 		nkpl_alloc_resolve();
 	}
-	void *p = serve(n, 0, NULL); /* fresh anonymous pages are zero */
+	void *p = serve(n, 0, NULL, (uintptr_t)__builtin_return_address(0)); /* fresh anonymous pages are zero */
 	return p ? p : real_calloc(a, b);
 }
 
@@ -310,7 +316,7 @@ NKPL_EXPORT size_t malloc_usable_size(void *p)
 	return len ? len : real_usable(p);
 }
 
-NKPL_EXPORT void *realloc(void *old, size_t n)
+static void *do_realloc(void *old, size_t n, uintptr_t ra)
 {
 	if (atomic_load_explicit(&resolved, memory_order_acquire) != 2) {
 		if (atomic_load(&resolved) == 1) {
@@ -325,13 +331,13 @@ NKPL_EXPORT void *realloc(void *old, size_t n)
 	}
 	if (old && is_boot(old)) {
 		size_t had = *(size_t *)((char *)old - 16);
-		void *p = malloc(n);
+		void *p = do_malloc(n, ra);
 		if (p)
 			memcpy(p, old, had < n ? had : n);
 		return p;
 	}
 	if (!old)
-		return malloc(n);
+		return do_malloc(n, ra);
 	int group = -1;
 	size_t had = tracked_len(old, &group);
 	if (had) {
@@ -369,7 +375,7 @@ NKPL_EXPORT void *realloc(void *old, size_t n)
 	}
 	/* An ordinary block: a realloc site of the plan moves it into a tracked mapping. */
 	if (n >= nkpl_page_size && nkpl_heap_active() && !nkpl_busy()) {
-		void *p = serve(n, 0, NULL);
+		void *p = serve(n, 0, NULL, ra);
 		if (p) {
 			size_t u = real_usable(old);
 			memcpy(p, old, u < n ? u : n);
@@ -380,6 +386,11 @@ NKPL_EXPORT void *realloc(void *old, size_t n)
 	return real_realloc(old, n);
 }
 
+NKPL_EXPORT void *realloc(void *old, size_t n)
+{
+	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0));
+}
+
 NKPL_EXPORT void *reallocarray(void *old, size_t a, size_t b)
 {
 	size_t n;
@@ -387,14 +398,15 @@ NKPL_EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(old, n); /* libc's reallocarray calls its own realloc, which knows nothing of our blocks */
+	/* libc's reallocarray calls its own realloc, which knows nothing of our blocks */
+	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0));
 }
 
 NKPL_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 {
 	RESOLVE();
 	if (al && !(al & (al - 1)) && al % sizeof(void *) == 0) {
-		void *p = serve(n, al, NULL);
+		void *p = serve(n, al, NULL, (uintptr_t)__builtin_return_address(0));
 		if (p) {
 			*out = p;
 			return 0;
@@ -407,7 +419,7 @@ NKPL_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 	NKPL_EXPORT void *name args                                                                                 \
 	{                                                                                                           \
 		RESOLVE();                                                                                          \
-		void *p = serve(size, al, NULL);                                                                    \
+		void *p = serve(size, al, NULL, (uintptr_t)__builtin_return_address(0));                                                                    \
 		return p ? p : call;                                                                                \
 	}
 

@@ -96,8 +96,13 @@ int nkpl_heap_active(void);
 int nkpl_busy(void);
 void nkpl_enter(void);
 void nkpl_leave(void);
-/** The key group (entries sharing one key) of the current call stack, -1 none. */
-int nkpl_site_group(void);
+/**
+ * The key group (entries sharing one key) of the current call stack, -1 none.
+ * @p ra: the return address of the interposer (its caller): when it lies in
+ * the program's objects and is no key's first frame, the answer is -1
+ * without unwinding the stack (backtrace() costs microseconds).
+ */
+int nkpl_site_group(uintptr_t ra);
 /**
  * A tracked block of key group @p group was created (@p realloc 0) or is the
  * new mapping of a grown one (1): apply the group's entries due now (at

@@ -175,18 +175,46 @@ static void scan_objects(void)
 
 static atomic_int objs_dirty;
 
-int nkpl_site_group(void)
+/*
+ * 1 when the caller's return address @p ra rules every heap key out: it lies in one of the
+ * program's objects (not a runtime's) and no key starts with its frame.  obj_lock held.
+ */
+static int ruled_out(uintptr_t ra)
+{
+	char first[NKPL_KEY_MAX];
+	const struct nkpl_obj *o = ra > 1 ? nkpl_obj_of(objs, n_objs, ra - 1) : NULL;
+	if (!o || o->runtime)
+		return 0; /* unknown, or called through the profiler's interposer: unwind */
+	int k = snprintf(first, sizeof first, "heap:%s+0x%llx", o->name, (unsigned long long)(ra - 1 - o->bias));
+	if (k < 0 || (size_t)k >= sizeof first)
+		return 0;
+	for (size_t g = 0; g < st.n_groups; g++) {
+		const char *key = st.gkey[g];
+		if (st.gheap[g] && !strncmp(key, first, (size_t)k) && (key[k] == ';' || !key[k]))
+			return 0;
+	}
+	return 1;
+}
+
+int nkpl_site_group(uintptr_t ra)
 {
 	void *fr[40];
 	uintptr_t ips[40];
 	char key[NKPL_KEY_MAX];
-	int n = backtrace(fr, 40), g = -1;
+	int n, g = -1;
 
-	for (int i = 0; i < n; i++)
-		ips[i] = (uintptr_t)fr[i];
 	pthread_mutex_lock(&obj_lock);
 	if (atomic_exchange(&objs_dirty, 0))
 		scan_objects();
+	if (ruled_out(ra)) {
+		pthread_mutex_unlock(&obj_lock);
+		return -1;
+	}
+	pthread_mutex_unlock(&obj_lock);
+	n = backtrace(fr, 40);
+	for (int i = 0; i < n; i++)
+		ips[i] = (uintptr_t)fr[i];
+	pthread_mutex_lock(&obj_lock);
 	int frames = nkpl_key_format(ips, (size_t)n, objs, n_objs, key, sizeof key);
 	pthread_mutex_unlock(&obj_lock);
 	if (!frames)
