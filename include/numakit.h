@@ -1442,7 +1442,9 @@ NK_API int nk_profile_stop(void);
 /**
  * Give [addr, addr+len) a name for reports (e.g. "A" for a heap array that
  * would otherwise be known by its allocation site).  NUMA arrays are named
- * by numakit itself.  Errors: NK_EINVAL.
+ * by numakit itself.  Under `numakit run --plan`, the plan's entries for
+ * key "name:NAME" apply to the whole pages of the range (at once for "alloc"
+ * entries, migrating).  Errors: NK_EINVAL.
  */
 NK_API int nk_profile_name(const void *addr, size_t len, const char *name);
 

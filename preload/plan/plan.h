@@ -111,6 +111,8 @@ int nkpl_site_group(uintptr_t ra);
 void nkpl_block_born(int group, void *addr, size_t len, int realloc);
 /** Found by libnumakit's nk_profile_phase (src/profile/hooks.c) with dlsym: entries of phase @p name apply now. */
 NKPL_API int nkplan_hook_phase(const char *name);
+/** Found by nk_profile_name likewise: the range named @p name; entries of key "name:NAME" apply to it. */
+NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name);
 /** Tracked block @p addr of @p group is freed: with a log, log where its pages are (nk_where). */
 void nkpl_block_dies(int group, void *addr, size_t len);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */

@@ -398,7 +398,7 @@ static void apply_now(size_t e)
 	if (st.saddr[g]) {
 		uintptr_t lo, hi;
 		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
-		apply_entry(e, "static", st.saddr[g], st.ssize[g], lo, hi);
+		apply_entry(e, strncmp(st.gkey[g], "name:", 5) ? "static" : "named", st.saddr[g], st.ssize[g], lo, hi);
 	} else if (st.gheap[g]) {
 		struct each_arg a = { e };
 		nkpl_alloc_each(g, apply_block, &a);
@@ -447,7 +447,7 @@ static void resolve_statics(void)
 	pthread_mutex_unlock(&obj_lock);
 	for (size_t e = 0; e < st.plan->n_entries; e++) {
 		int g = st.group[e];
-		if (!st.saddr[g] || st.matched[e])
+		if (!st.saddr[g] || st.matched[e] || strncmp(st.gkey[g], "static:", 7))
 			continue;
 		const struct nk__aplan_entry *en = &st.plan->entries[e];
 		if (en->when == NK__WHEN_ALLOC || due(en, 1)) {
@@ -475,6 +475,30 @@ NKPL_API int nkplan_hook_phase(const char *name)
 			any = 1;
 			apply_now(e);
 		}
+	}
+	pthread_mutex_unlock(&apply_lock);
+	return 0;
+}
+
+NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name)
+{
+	char key[300];
+	if (!st.active || !addr || !len || !name || nkpl_busy() ||
+	    snprintf(key, sizeof key, "name:%s", name) >= (int)sizeof key)
+		return 0;
+	pthread_mutex_lock(&apply_lock);
+	for (size_t g = 0; g < st.n_groups; g++) {
+		if (strcmp(st.gkey[g], key))
+			continue;
+		/* the latest range given the name is the variable (as the analysis attributes) */
+		st.saddr[g] = (uintptr_t)addr;
+		st.ssize[g] = len;
+		for (size_t e = 0; e < st.plan->n_entries; e++)
+			if (st.group[e] == (int)g && due(&st.plan->entries[e], 1)) {
+				uintptr_t lo, hi;
+				nkpl_inner_pages((uintptr_t)addr, len, nkpl_page_size, &lo, &hi);
+				apply_entry(e, "named", (uintptr_t)addr, len, lo, hi);
+			}
 	}
 	pthread_mutex_unlock(&apply_lock);
 	return 0;
@@ -600,7 +624,7 @@ static void summary(void)
 	for (size_t g = 0; g < st.n_groups && st.log_fd >= 0; g++) {
 		uintptr_t lo, hi;
 		char w[512];
-		if (!st.saddr[g])
+		if (!st.saddr[g] || strncmp(st.gkey[g], "static:", 7)) /* a named range may be gone */
 			continue;
 		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
 		nkpl_enter();
@@ -684,7 +708,7 @@ static int setup(const char *path)
 					 err.message);
 		}
 		if (!strncmp(en->key, "name:", 5))
-			nkpl_log("entry %zu %s: named ranges cannot be recognised in an unmodified program", e, en->key);
+			nkpl_log("entry %zu %s: applies when the program names the range (nk_profile_name)", e, en->key);
 	}
 	nkpl_log("plan %s: %zu entries, %zu keys, page size %llu", path, ne, st.n_groups,
 		 (unsigned long long)nkpl_page_size);

@@ -4,8 +4,9 @@
  * outside the profiler they do not exist and every call here is a no-op
  * returning 0.  Looked up once with dlsym(RTLD_DEFAULT) and cached.
  * The plan runtime (preload/plan/, libnumakit_plan.so, `numakit run --plan`)
- * exports nkplan_hook_phase: nk_profile_phase calls both, so a planned run
- * can be profiled again.
+ * exports nkplan_hook_phase and nkplan_hook_name: nk_profile_phase and
+ * nk_profile_name call both runtimes' hooks, so a planned run can be
+ * profiled again.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -20,7 +21,7 @@ typedef int (*hook_range)(const void *, size_t, const char *);
 struct hooks {
 	hook_void active, start, stop;
 	hook_name phase, plan_phase;
-	hook_range name;
+	hook_range name, plan_name;
 };
 
 static struct hooks hk;
@@ -40,6 +41,7 @@ static const struct hooks *hooks(void)
 		hk.phase = (hook_name)dlsym(RTLD_DEFAULT, "nkp_hook_phase");
 		hk.name = (hook_range)dlsym(RTLD_DEFAULT, "nkp_hook_name");
 		hk.plan_phase = (hook_name)dlsym(RTLD_DEFAULT, "nkplan_hook_phase");
+		hk.plan_name = (hook_range)dlsym(RTLD_DEFAULT, "nkplan_hook_name");
 		atomic_store_explicit(&hk_state, 2, memory_order_release);
 		return &hk;
 	}
@@ -85,5 +87,11 @@ int nk_profile_name(const void *addr, size_t len, const char *name)
 	if (!addr || !len || !name || !*name)
 		return NK_EINVAL;
 	const struct hooks *h = hooks();
-	return h->name ? h->name(addr, len, name) : 0;
+	int rc = h->name ? h->name(addr, len, name) : 0;
+	if (h->plan_name) {
+		int prc = h->plan_name(addr, len, name);
+		if (!rc)
+			rc = prc;
+	}
+	return rc;
 }

@@ -11,7 +11,7 @@ Scenarios:
            under the key the profile gave (the runtime computed the same key),
            the unknown key is reported never matched, stdout is unchanged.
   apply    the same plan with every kind of entry (alloc, first-parallel,
-           phase, pages, none) and a realloc'ed / reallocarray'ed tracked
+           phase, pages, none, a range named with nk_profile_name) and a realloc'ed / reallocarray'ed tracked
            block: every entry applied, pages placed, output unchanged.
   both     re-profiling a planned run: LD_PRELOAD holds the profiler runtime,
            `numakit run --plan` appends the plan runtime; both work.
@@ -140,6 +140,7 @@ def scenario_apply(a, tmp):
         {"variable": "make_heap", "key": keys["make_heap"], "policy": "bind:nodes=0", "when": "phase", "phase": "grow"},
         {"variable": "make_other", "key": keys["make_other"], "policy": "none", "when": "alloc"},
         {"variable": "make_other", "key": keys["make_other"], "policy": "bind:nodes=0", "when": "first-parallel"},
+        {"variable": "other", "key": "name:other", "policy": "bind:nodes=0", "when": "alloc"},
     ]
     p, lines = run_plan(a.numakit, a.prog, tmp, entries)
     if p.stdout != base:
@@ -159,8 +160,10 @@ def scenario_apply(a, tmp):
         fail("make_other none entry:\n" + log)
     if any(l.split("] ", 1)[1].startswith("error") for l in lines):
         fail("errors in the log:\n" + log)
-    check_summary(p, 6, 6, [])
-    print("apply: 6 of 6 entries applied (alloc, first-parallel, phase, pages, none); output unchanged")
+    if len(matched(lines, "name:other", "named", "bind:nodes=0")) != 1:
+        fail("the range named by nk_profile_name was not matched:\n" + log)
+    check_summary(p, 7, 7, [])
+    print("apply: 7 of 7 entries applied (alloc, first-parallel, phase, pages, none, named); output unchanged")
 
 
 def scenario_both(a, tmp):
@@ -222,12 +225,12 @@ def scenario_badplan(a, tmp):
     entries = [
         {"variable": "nothing", "key": "static:plan_prog:no_such_variable", "policy": "bind:nodes=0", "when": "alloc"},
         {"variable": "lib", "key": "static:libnothing.so:x", "policy": "bind:nodes=0", "when": "alloc"},
-        {"variable": "named", "key": "name:A", "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "named", "key": "name:never_named", "policy": "bind:nodes=0", "when": "alloc"},
     ]
     p, lines = run_plan(a.numakit, a.prog, tmp, entries)
     if p.stdout != base:
         fail("output changed:\n%s\nvs\n%s" % (p.stdout, base))
-    check_summary(p, 0, 3, ["static:plan_prog:no_such_variable", "static:libnothing.so:x", "name:A"])
+    check_summary(p, 0, 3, ["static:plan_prog:no_such_variable", "static:libnothing.so:x", "name:never_named"])
     if not any("error static static:plan_prog:no_such_variable" in l for l in lines):
         fail("unresolved static not logged:\n" + "\n".join(lines))
     print("badplan: unknown variables reported never matched; output unchanged")

@@ -3,7 +3,7 @@
  * array and a heap array from a fixed allocation site, both initialised
  * serially, then read by a second thread (the first-thread trigger), a
  * phase mark, a realloc that grows the heap array, malloc_usable_size,
- * reallocarray, and free.  It prints what it computed: the same with and
+ * reallocarray, a range named with nk_profile_name, and free.  It prints what it computed: the same with and
  * without a plan, or the runtime changed the program's results.
  *
  *   plan_prog            the run
@@ -87,6 +87,7 @@ int main(int argc, char **argv)
 		h[i] = (double)(i % 777) * 0.5;
 	for (size_t i = 0; i < 3 * 65536; i++)
 		bad += other[i] != 0;
+	nk_profile_name(other, 3 * 65536, "other"); /* a plan may name it "name:other" */
 	if (malloc_usable_size(h) < N_HEAP * sizeof(double))
 		bad++;
 
