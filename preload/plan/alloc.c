@@ -10,11 +10,17 @@
  * malloc_usable_size recognise it; everything else goes to the next
  * allocator (libc's, or the profiler runtime's chain when both are loaded).
  * Runtime-internal allocations (nkpl_busy) are never served or looked up.
+ *
+ * Anonymous private read-write mappings the program makes itself with mmap
+ * at a planned site are recorded too (kind NKPL_MMAP): their policy is
+ * applied right after the mmap, before the program touches them, and munmap
+ * or mremap forgets them.  free & co never take them for theirs.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +44,7 @@ static void *(*real_pvalloc)(size_t);
 static size_t (*real_usable)(void *);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 
 static atomic_int resolved; /* 0 no, 1 resolving, 2 done */
 
@@ -80,6 +87,7 @@ void nkpl_alloc_resolve(void)
 	real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
 	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
 	real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+	real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
 	atomic_store(&resolved, 2);
 }
 
@@ -107,12 +115,18 @@ struct blk {
 	uintptr_t addr; /* 0: empty slot */
 	size_t len;     /* mapping length (whole pages) */
 	int group;
+	int kind;       /* NKPL_HEAP: ours (served to malloc & co); NKPL_MMAP: the program's own mapping */
 };
 #define BLK_CAP (1u << 16)
 static struct blk *blks; /* mapped on first use: BLK_CAP slots */
 static size_t n_blks;
 static atomic_size_t n_live;
 static pthread_mutex_t blk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Addresses of the live NKPL_MMAP blocks, so that munmap looks at them and not the whole table. */
+#define MMAP_CAP 1024
+static uintptr_t mmap_addrs[MMAP_CAP];
+static atomic_size_t n_mmap;
 
 static size_t blk_hash(uintptr_t a)
 {
@@ -132,7 +146,7 @@ static struct blk *blk_find(uintptr_t a)
 	return NULL;
 }
 
-static int blk_insert(uintptr_t a, size_t len, int group)
+static int blk_insert(uintptr_t a, size_t len, int group, int kind)
 {
 	if (!blks) {
 		void *m = real_mmap(NULL, BLK_CAP * sizeof(struct blk), PROT_READ | PROT_WRITE,
@@ -141,11 +155,13 @@ static int blk_insert(uintptr_t a, size_t len, int group)
 			return -1;
 		blks = m;
 	}
-	if (n_blks >= BLK_CAP / 2)
+	if (n_blks >= BLK_CAP / 2 || (kind == NKPL_MMAP && n_mmap >= MMAP_CAP))
 		return -1;
+	if (kind == NKPL_MMAP)
+		mmap_addrs[atomic_fetch_add(&n_mmap, 1)] = a;
 	for (size_t i = blk_hash(a);; i = (i + 1) & (BLK_CAP - 1))
 		if (!blks[i].addr) {
-			blks[i] = (struct blk){ a, len, group };
+			blks[i] = (struct blk){ a, len, group, kind };
 			n_blks++;
 			atomic_fetch_add(&n_live, 1);
 			return 0;
@@ -156,6 +172,13 @@ static int blk_insert(uintptr_t a, size_t len, int group)
 static void blk_delete(struct blk *b)
 {
 	size_t i = (size_t)(b - blks);
+	if (b->kind == NKPL_MMAP)
+		for (size_t k = 0; k < n_mmap; k++)
+			if (mmap_addrs[k] == b->addr) {
+				mmap_addrs[k] = mmap_addrs[n_mmap - 1];
+				atomic_fetch_sub(&n_mmap, 1);
+				break;
+			}
 	blks[i].addr = 0;
 	n_blks--;
 	atomic_fetch_sub(&n_live, 1);
@@ -189,7 +212,7 @@ static size_t tracked_len(const void *p, int *group)
 		return 0;
 	pthread_mutex_lock(&blk_lock);
 	struct blk *b = blk_find(a);
-	if (b) {
+	if (b && b->kind == NKPL_HEAP) {
 		len = b->len;
 		if (group)
 			*group = b->group;
@@ -208,7 +231,7 @@ static int release(void *p)
 		return 0;
 	pthread_mutex_lock(&blk_lock);
 	struct blk *b = blk_find(a);
-	if (b) {
+	if (b && b->kind == NKPL_HEAP) {
 		len = b->len;
 		group = b->group;
 		blk_delete(b);
@@ -217,7 +240,7 @@ static int release(void *p)
 	if (!len)
 		return 0;
 	nkpl_enter();
-	nkpl_block_dies(group, p, len);
+	nkpl_block_dies(group, p, len, NKPL_HEAP);
 	nkpl_leave();
 	real_munmap(p, len);
 	return 1;
@@ -244,7 +267,7 @@ static void *serve(size_t n, size_t align, int *group_out, uintptr_t ra)
 		goto out;
 	}
 	pthread_mutex_lock(&blk_lock);
-	int rc = blk_insert((uintptr_t)p, len, g);
+	int rc = blk_insert((uintptr_t)p, len, g, NKPL_HEAP);
 	pthread_mutex_unlock(&blk_lock);
 	if (rc) {
 		nkpl_log("error: too many tracked blocks: an allocation of %zu bytes left to the allocator", n);
@@ -252,7 +275,7 @@ static void *serve(size_t n, size_t align, int *group_out, uintptr_t ra)
 		p = NULL;
 		goto out;
 	}
-	nkpl_block_born(g, p, len, 0);
+	nkpl_block_born(g, p, len, NKPL_HEAP);
 	if (group_out)
 		*group_out = g;
 out:
@@ -356,7 +379,7 @@ static void *do_realloc(void *old, size_t n, uintptr_t ra)
 			return NULL;
 		}
 		pthread_mutex_lock(&blk_lock);
-		int rc = blk_insert((uintptr_t)p, len, group);
+		int rc = blk_insert((uintptr_t)p, len, group, NKPL_HEAP);
 		pthread_mutex_unlock(&blk_lock);
 		if (rc) {
 			real_munmap(p, len);
@@ -366,7 +389,7 @@ static void *do_realloc(void *old, size_t n, uintptr_t ra)
 				return NULL;
 		} else {
 			nkpl_enter();
-			nkpl_block_born(group, p, len, 1);
+			nkpl_block_born(group, p, len, NKPL_REALLOC);
 			nkpl_leave();
 		}
 		memcpy(p, old, had);
@@ -427,6 +450,95 @@ ALIGNED(aligned_alloc, (size_t al, size_t n), real_aligned_alloc(al, n), al, n)
 ALIGNED(memalign, (size_t al, size_t n), real_memalign(al, n), al, n)
 ALIGNED(valloc, (size_t n), real_valloc(n), 0, n)
 ALIGNED(pvalloc, (size_t n), real_pvalloc(n), 0, n)
+
+/* ---------------------------------------------------------------- mmap family */
+
+/* Forget the NKPL_MMAP blocks overlapping [a, a + len) (a partial unmap forgets the whole block). */
+static void forget_mappings(uintptr_t a, size_t len)
+{
+	if (!atomic_load_explicit(&n_mmap, memory_order_relaxed) || nkpl_busy())
+		return;
+	nkpl_enter();
+	for (;;) {
+		uintptr_t addr = 0;
+		size_t blen = 0;
+		int group = -1;
+		pthread_mutex_lock(&blk_lock);
+		for (size_t k = 0; k < n_mmap; k++) {
+			struct blk *b = blk_find(mmap_addrs[k]);
+			if (b && b->addr < a + len && a < b->addr + b->len) {
+				addr = b->addr;
+				blen = b->len;
+				group = b->group;
+				blk_delete(b);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&blk_lock);
+		if (!addr)
+			break;
+		nkpl_block_dies(group, (void *)addr, blen, NKPL_MMAP); /* still mapped: the residency is readable */
+	}
+	nkpl_leave();
+}
+
+NKPL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+	RESOLVE();
+	if (flags & MAP_FIXED)
+		forget_mappings((uintptr_t)addr, len);
+	void *p = real_mmap(addr, len, prot, flags, fd, off);
+	uint64_t ps = nkpl_page_size;
+	if (p == MAP_FAILED || !ps || len < ps || !(flags & MAP_ANONYMOUS) || !(flags & MAP_PRIVATE) ||
+	    prot != (PROT_READ | PROT_WRITE) || !nkpl_heap_active() || nkpl_busy())
+		return p;
+	nkpl_enter();
+	/*
+	 * Called from a runtime: the profiler's own bookkeeping (its range registry grows while it
+	 * records a planned block, and its stack would carry the program's key) or its forwarding of
+	 * the program's mmap, which cannot be told apart here: not matched.  Under the profiler,
+	 * mmap sites are left alone.
+	 */
+	int g = nkpl_in_runtime(ra) ? -1 : nkpl_site_group(ra);
+	if (g >= 0) {
+		size_t whole = (len + ps - 1) & ~(size_t)(ps - 1);
+		pthread_mutex_lock(&blk_lock);
+		int rc = blk_insert((uintptr_t)p, whole, g, NKPL_MMAP);
+		pthread_mutex_unlock(&blk_lock);
+		if (rc)
+			nkpl_log("error: too many tracked mappings: a mapping of %zu bytes left as it is", len);
+		else
+			nkpl_block_born(g, p, whole, NKPL_MMAP);
+	}
+	nkpl_leave();
+	return p;
+}
+
+NKPL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__attribute__((alias("mmap")));
+
+NKPL_EXPORT int munmap(void *addr, size_t len)
+{
+	RESOLVE();
+	forget_mappings((uintptr_t)addr, len);
+	return real_munmap(addr, len);
+}
+
+NKPL_EXPORT void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
+{
+	void *fixed = NULL;
+	RESOLVE();
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		fixed = va_arg(ap, void *);
+		va_end(ap);
+	}
+	/* A moved or resized mapping is the program's business again (its pages keep their policy). */
+	forget_mappings((uintptr_t)old, olen ? olen : 1);
+	return (flags & MREMAP_FIXED) ? real_mremap(old, olen, nlen, flags, fixed) : real_mremap(old, olen, nlen, flags);
+}
 
 /* ---------------------------------------------------------------- fork */
 

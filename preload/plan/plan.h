@@ -103,18 +103,24 @@ void nkpl_leave(void);
  * without unwinding the stack (backtrace() costs microseconds).
  */
 int nkpl_site_group(uintptr_t ra);
+/** 1 when @p ra lies in one of numakit's runtimes (libnumakit_*.so*). */
+int nkpl_in_runtime(uintptr_t ra);
+/** How a tracked block came to be (the log says it). */
+enum { NKPL_HEAP = 0, NKPL_REALLOC = 1, NKPL_MMAP = 2 };
 /**
- * A tracked block of key group @p group was created (@p realloc 0) or is the
- * new mapping of a grown one (1): apply the group's entries due now (at
- * allocation; first-parallel after the first thread; the current phase's).
+ * A tracked block of key group @p group was created: served to malloc & co
+ * (@p how NKPL_HEAP), the new mapping of a grown one (NKPL_REALLOC), or an
+ * anonymous mapping the program made itself (NKPL_MMAP).  Apply the group's
+ * entries due now (at allocation; first-parallel after the first thread; the
+ * current phase's).
  */
-void nkpl_block_born(int group, void *addr, size_t len, int realloc);
+void nkpl_block_born(int group, void *addr, size_t len, int how);
 /** Found by libnumakit's nk_profile_phase (src/profile/hooks.c) with dlsym: entries of phase @p name apply now. */
 NKPL_API int nkplan_hook_phase(const char *name);
 /** Found by nk_profile_name likewise: the range named @p name; entries of key "name:NAME" apply to it. */
 NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name);
-/** Tracked block @p addr of @p group is freed: with a log, log where its pages are (nk_where). */
-void nkpl_block_dies(int group, void *addr, size_t len);
+/** Tracked block @p addr of @p group is freed (unmapped: @p how NKPL_MMAP): with a log, log where its pages are (nk_where). */
+void nkpl_block_dies(int group, void *addr, size_t len, int how);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */
 void nkpl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

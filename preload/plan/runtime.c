@@ -196,6 +196,15 @@ static int ruled_out(uintptr_t ra)
 	return 1;
 }
 
+int nkpl_in_runtime(uintptr_t ra)
+{
+	pthread_mutex_lock(&obj_lock);
+	const struct nkpl_obj *o = ra > 1 ? nkpl_obj_of(objs, n_objs, ra - 1) : NULL;
+	int r = o && o->runtime;
+	pthread_mutex_unlock(&obj_lock);
+	return r;
+}
+
 int nkpl_site_group(uintptr_t ra)
 {
 	void *fr[40];
@@ -337,14 +346,15 @@ static int due(const struct nk__aplan_entry *en, int at_birth)
 	return at_birth && st.phase[0] && en->phase && !strcmp(en->phase, st.phase);
 }
 
-void nkpl_block_born(int group, void *addr, size_t len, int realloc)
+void nkpl_block_born(int group, void *addr, size_t len, int how)
 {
 	if (!st.active || group < 0 || (size_t)group >= st.n_groups)
 		return;
 	pthread_mutex_lock(&apply_lock);
 	for (size_t e = 0; e < st.plan->n_entries; e++)
 		if (st.group[e] == group && due(&st.plan->entries[e], 1))
-			apply_entry(e, realloc ? "realloc" : "heap", (uintptr_t)addr, len, (uintptr_t)addr,
+			apply_entry(e, how == NKPL_REALLOC ? "realloc" : how == NKPL_MMAP ? "mmap" : "heap", (uintptr_t)addr, len,
+				    (uintptr_t)addr,
 				    (uintptr_t)addr + len);
 	pthread_mutex_unlock(&apply_lock);
 }
@@ -372,13 +382,14 @@ static void where_text(uintptr_t lo, uintptr_t hi, char *buf, size_t cap)
 	}
 }
 
-void nkpl_block_dies(int group, void *addr, size_t len)
+void nkpl_block_dies(int group, void *addr, size_t len, int how)
 {
 	char w[512];
 	if (!st.active || st.log_fd < 0 || group < 0 || (size_t)group >= st.n_groups)
 		return;
 	where_text((uintptr_t)addr, (uintptr_t)addr + len, w, sizeof w);
-	nkpl_log("free heap %s at %#lx size %zu: pages per node %s", st.gkey[group], (unsigned long)addr, len, w);
+	nkpl_log("%s %s at %#lx size %zu: pages per node %s", how == NKPL_MMAP ? "unmap" : "free heap", st.gkey[group],
+		 (unsigned long)addr, len, w);
 }
 
 struct each_arg {

@@ -5,7 +5,8 @@
 
 Scenarios:
   keys     profile plan_prog with `numakit profile`, take the keys of its
-           static array and its two heap sites from `numakit report --json`,
+           static array, its two heap sites and its mmap site from
+           `numakit report --json`,
            write a plan naming them (and one unknown key), run plan_prog under
            `numakit run --plan --log`: the log shows each variable matched
            under the key the profile gave (the runtime computed the same key),
@@ -53,7 +54,7 @@ def keys_of(nk, prog, tmp):
             k = o.get("key")
             name = o.get("name") or o.get("variable") or ""
             if isinstance(k, str):
-                for want in ("make_heap", "make_other", "grid"):
+                for want in ("make_heap", "make_other", "make_mapped", "grid"):
                     if want in name and want not in found:
                         found[want] = k
             for v in o.values():
@@ -62,12 +63,12 @@ def keys_of(nk, prog, tmp):
             for v in o:
                 walk(v)
     walk(rep)
-    for want in ("make_heap", "make_other", "grid"):
+    for want in ("make_heap", "make_other", "make_mapped", "grid"):
         if want not in found:
             fail("no variable %s in the report of %s" % (want, nkp))
     if found["grid"] != "static:%s:grid" % os.path.basename(os.path.realpath(prog)):
         fail("unexpected static key %s" % found["grid"])
-    for w in ("make_heap", "make_other"):
+    for w in ("make_heap", "make_other", "make_mapped"):
         if not found[w].startswith("heap:") or "pid" in found[w]:
             fail("unexpected heap key %s for %s" % (found[w], w))
     return found
@@ -114,19 +115,23 @@ def scenario_keys(a, tmp):
         {"variable": "grid", "key": keys["grid"], "policy": "bind:nodes=0", "when": "alloc"},
         {"variable": "make_heap", "key": keys["make_heap"], "policy": "cyclic:nodes=0", "when": "alloc"},
         {"variable": "make_other", "key": keys["make_other"], "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "make_mapped", "key": keys["make_mapped"], "policy": "cyclic:nodes=0", "when": "alloc"},
         {"variable": "ghost", "key": unknown, "policy": "bind:nodes=0", "when": "alloc"},
     ]
     p, lines = run_plan(a.numakit, a.prog, tmp, entries)
     if p.stdout != base:
         fail("output changed under the plan:\n%s\nvs\n%s" % (p.stdout, base))
-    for w, what in (("grid", "static"), ("make_heap", "heap"), ("make_other", "heap")):
+    for w, what in (("grid", "static"), ("make_heap", "heap"), ("make_other", "heap"), ("make_mapped", "mmap")):
         h = matched(lines, keys[w], what)
         if len(h) != 1:
             fail("%s (%s) matched %d times, log:\n%s" % (w, keys[w], len(h), "\n".join(lines)))
         if " failed 0" not in h[0]:
             fail("pages failed: " + h[0])
-    check_summary(p, 3, 4, [unknown])
-    print("keys: static %s, heap %s and %s matched; output unchanged" % (keys["grid"], keys["make_heap"], keys["make_other"]))
+    if not any(("] unmap %s " % keys["make_mapped"]) in l for l in lines):
+        fail("the munmap of the mapped array was not seen:\n" + "\n".join(lines))
+    check_summary(p, 4, 5, [unknown])
+    print("keys: static %s, heap %s and %s, mmap %s matched; output unchanged" %
+          (keys["grid"], keys["make_heap"], keys["make_other"], keys["make_mapped"]))
 
 
 def scenario_apply(a, tmp):

@@ -3,7 +3,8 @@
  * array and a heap array from a fixed allocation site, both initialised
  * serially, then read by a second thread (the first-thread trigger), a
  * phase mark, a realloc that grows the heap array, malloc_usable_size,
- * reallocarray, a range named with nk_profile_name, and free.  It prints what it computed: the same with and
+ * reallocarray, a range named with nk_profile_name, an mmap'ed array, and
+ * free.  It prints what it computed: the same with and
  * without a plan, or the runtime changed the program's results.
  *
  *   plan_prog            the run
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,6 +40,13 @@ __attribute__((noinline)) static char *make_other(size_t n)
 	char *p = calloc(n, 1);
 	__asm__ volatile("" ::: "memory");
 	return p;
+}
+
+__attribute__((noinline)) static double *make_mapped(size_t n)
+{
+	void *p = mmap(NULL, n * sizeof(double), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	__asm__ volatile("" ::: "memory");
+	return p == MAP_FAILED ? NULL : p;
 }
 
 struct job {
@@ -90,6 +99,17 @@ int main(int argc, char **argv)
 	nk_profile_name(other, 3 * 65536, "other"); /* a plan may name it "name:other" */
 	if (malloc_usable_size(h) < N_HEAP * sizeof(double))
 		bad++;
+	double *mapped = make_mapped(N_HEAP / 2);
+	if (!mapped) {
+		fprintf(stderr, "plan_prog: mmap failed\n");
+		return 1;
+	}
+	double msum = 0;
+	for (size_t i = 0; i < N_HEAP / 2; i++)
+		mapped[i] = (double)(i % 13);
+	for (size_t i = 0; i < N_HEAP / 2; i++)
+		msum += mapped[i];
+	munmap(mapped, N_HEAP / 2 * sizeof(double));
 
 	struct job js = { grid, N_STATIC, 0 }, jh = { h, N_HEAP, 0 };
 	pthread_t t1, t2;
@@ -128,6 +148,7 @@ int main(int argc, char **argv)
 	printf("static sum %.1f\n", js.sum);
 	printf("heap sum %.1f\n", jh.sum);
 	printf("after realloc %.1f\n", tail);
+	printf("mapped sum %.1f\n", msum);
 	printf("errors %d\n", bad);
 	if (where) /* not compared: depends on the machine */
 		fprintf(stderr, "where grid %d heap %d\n", node_of(&grid[N_STATIC / 2]), node_of(h));
