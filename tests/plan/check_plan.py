@@ -19,8 +19,9 @@ Scenarios:
   cxx      (--prog plan_cxx) a C++ program: the namespaced static (mangled in
            .symtab, demangled in the key) and a std::vector allocated through
            libstdc++'s operator new are both matched; output unchanged.
-  badplan  a plan whose key names no variable of the program, a plan whose
-           policy cannot be built at run time: the program runs unchanged.
+  badplan  a plan whose keys name no variable of the program (never matched,
+           logged), and (--plan-lib) the runtime preloaded by hand with a plan
+           it cannot parse or find: one message, the program runs unchanged.
 Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -238,6 +239,18 @@ def scenario_badplan(a, tmp):
     check_summary(p, 0, 3, ["static:plan_prog:no_such_variable", "static:libnothing.so:x", "name:never_named"])
     if not any("error static static:plan_prog:no_such_variable" in l for l in lines):
         fail("unresolved static not logged:\n" + "\n".join(lines))
+    if a.plan_lib:
+        # The runtime on its own with a plan it cannot use: one line on stderr, the program unchanged.
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"format": "numakit-plan", "version": 1, "entries": [{"key": 3}]}')
+        for plan in (bad, os.path.join(tmp, "missing.json")):
+            env = dict(os.environ, LD_PRELOAD=a.plan_lib, NK_PLAN=plan)
+            q = run([a.prog], env=env)
+            if q.stdout != base:
+                fail("output changed under an unusable plan:\n%s\nvs\n%s" % (q.stdout, base))
+            if "numakit run --plan: cannot load plan %s" % plan not in q.stderr or "running without it" not in q.stderr:
+                fail("unusable plan %s not reported: %s" % (plan, q.stderr))
     print("badplan: unknown variables reported never matched; output unchanged")
 
 
@@ -247,6 +260,7 @@ def main():
     ap.add_argument("--numakit", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--prof-lib")
+    ap.add_argument("--plan-lib")
     a = ap.parse_args()
     fn = globals().get("scenario_" + a.scenario)
     if not fn:
