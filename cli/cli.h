@@ -42,6 +42,8 @@ int cli_cmd_profile(int argc, char **argv);
 extern const char cli_profile_usage[];
 int cli_cmd_cc(int argc, char **argv);
 extern const char cli_cc_usage[];
+int cli_cmd_advise(int argc, char **argv);
+extern const char cli_advise_usage[];
 
 /** Print the help of subcommand @p name to stdout; CLI_EXIT_USAGE when there is none. */
 int cli_print_help(const char *name);

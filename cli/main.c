@@ -29,6 +29,7 @@ static const struct cli_cmd commands[] = {
 	{ "bench", cli_cmd_bench, "measure latency and bandwidth between nodes (NUMA factor)", cli_bench_usage },
 	{ "report", cli_cmd_report, "explain a profile: variables with remote accesses, diagnosis, fixes",
 	  cli_report_usage },
+	{ "advise", cli_cmd_advise, "write a placement plan (plan.json) from a profile, or check one", cli_advise_usage },
 	{ "cc", cli_cmd_cc, "build a program for the trace sampler of numakit profile (clang)", cli_cc_usage },
 	{ "help", cmd_help, "show the help of a command", help_usage },
 };

@@ -881,9 +881,10 @@ int nk_advice_load(const char *path, nk_advice **out, nk_error *err)
 	if (!path || !out)
 		return nk__error(err, NK_EINVAL, "nk_advice_load: NULL argument");
 	FILE *f = fopen(path, "rb");
+	if (!f && errno == ENOENT)
+		return nk__error(err, NK_ENOENT, "%s: no such file", path);
 	if (!f)
-		return nk__error(err, errno == ENOENT ? NK_ENOENT : NK_EIO, "%s: cannot open: %s", path,
-				 strerror(errno));
+		return nk__error(err, NK_EIO, "%s: cannot open: %s", path, strerror(errno));
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int rc = 0;

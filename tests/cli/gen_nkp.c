@@ -3,8 +3,9 @@
  *
  *   nk_gen_nkp DIR
  *       writes DIR/hotspot.nkp, onethread.nkp, incomplete.nkp (a process
- *       killed: END "complete": false), truncated.nkp (no TRAILER) and
- *       corrupt.nkp (bad magic) with the profile writer (nk__nkp_write).
+ *       killed: END "complete": false), truncated.nkp (no TRAILER),
+ *       corrupt.nkp (bad magic) and advise.nkp (one variable per rule of
+ *       `numakit advise`) with the profile writer (nk__nkp_write).
  *   nk_gen_nkp --golden NAME FORMAT
  *       prints what `numakit report [--json] NAME.nkp` must print, in the
  *       golden file layout of run_golden.py, computed from the same profile
@@ -172,6 +173,60 @@ static void build_onethread(struct gen *g)
 		sample(g, 100 + (uint64_t)i, BASE + (uint64_t)(i % 4) * PAGE, 0x400123, 0, 0, i % 4 == 3, NK__ACC_READ, 0, 0);
 }
 
+/* For `numakit advise` (docs/plan.md): 8 threads, nodes 0 (threads 0-3) and 1 (4-7), 512 KiB named
+ * variables.  grid: serial init, then a slice per thread (block); table: random reads by every thread
+ * (cyclic); mesh: runs of uneven length each used by one node (pages); matrix: slices in phase
+ * "rows", reversed slices in phase "reverse" (a phase entry, migration not worth it); tiny: 16 KiB
+ * (left alone). */
+static void build_advise(struct gen *g)
+{
+	static const int runs[] = { 5, 11, 3, 9, 16, 7, 2, 13, 6, 10, 4, 15, 8, 12, 7 }; /* sum 128 */
+	init(g, 8, 1);
+	name(g, BASE, 128 * PAGE, "grid");
+	name(g, BASE + (16 << 20), 128 * PAGE, "table");
+	name(g, BASE + (32 << 20), 128 * PAGE, "mesh");
+	name(g, BASE + (48 << 20), 128 * PAGE, "matrix");
+	name(g, BASE + (64 << 20), 4 * PAGE, "tiny");
+	phase(g, 1, 40, "init");
+	uint64_t t = 50;
+	for (int pg = 0; pg < 128; pg++) {
+		sample(g, t++, BASE + pg * PAGE, 0x400a10, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 1);
+		sample(g, t++, BASE + (48 << 20) + pg * PAGE, 0x400a10, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 1);
+	}
+	phase(g, 2, t, "rows");
+	for (int k = 0; k < 2; k++)
+		for (int th = 0; th < 8; th++)
+			for (int pg = th * 16; pg < th * 16 + 16; pg++) {
+				sample(g, t++, BASE + pg * PAGE + 64 * (uint64_t)k, 0x400b20, th, th / 4, 0, NK__ACC_READ, 0, 2);
+				sample(g, t++, BASE + (48 << 20) + pg * PAGE + 64 * (uint64_t)k, 0x400b30, th, th / 4, 0,
+				       NK__ACC_READ, 0, 2);
+			}
+	unsigned x = 7;
+	for (int i = 0; i < 1024; i++) {
+		x = x * 1103515245u + 12345u;
+		int th = (int)((x >> 16) % 8);
+		sample(g, t++, BASE + (16 << 20) + ((x >> 4) % 128) * PAGE, 0x400c40, th, th / 4, 0,
+		       i % 16 ? NK__ACC_READ : NK__ACC_WRITE, 0, 2);
+	}
+	for (int k = 0; k < 3; k++) {
+		int pg = 0;
+		for (size_t r = 0; r < sizeof runs / sizeof *runs; r++)
+			for (int n = 0; n < runs[r]; n++, pg++) {
+				int th = (int)(r % 2) * 4 + (pg % 4);
+				sample(g, t++, BASE + (32 << 20) + pg * PAGE + 64 * (uint64_t)k, 0x400d50, th, th / 4, 0,
+				       NK__ACC_READ, 0, 2);
+			}
+	}
+	for (int i = 0; i < 40; i++)
+		sample(g, t++, BASE + (64 << 20) + (i % 4) * PAGE, 0x400e60, i % 8, (i % 8) / 4, 0, NK__ACC_READ, 0, 2);
+	phase(g, 3, t, "reverse");
+	for (int k = 0; k < 2; k++)
+		for (int th = 0; th < 8; th++)
+			for (int pg = (7 - th) * 16; pg < (8 - th) * 16; pg++)
+				sample(g, t++, BASE + (48 << 20) + pg * PAGE + 64 * (uint64_t)k, 0x400f70, th, th / 4, 0,
+				       NK__ACC_READ, 0, 3);
+}
+
 /* RUN and END state the sample count: rewrite them once the samples are in. */
 static void finish(struct gen *g)
 {
@@ -201,6 +256,8 @@ static void build(struct gen *g, const char *what)
 		build_hotspot(g, 0);
 	else if (!strcmp(what, "onethread"))
 		build_onethread(g);
+	else if (!strcmp(what, "advise"))
+		build_advise(g);
 	else {
 		fprintf(stderr, "nk_gen_nkp: unknown profile %s\n", what);
 		exit(2);
@@ -319,8 +376,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char path[4096];
-	static const char *const names[] = { "hotspot", "incomplete", "onethread" };
-	for (int i = 0; i < 3; i++) {
+	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise" };
+	for (int i = 0; i < 4; i++) {
 		build(&g, names[i]);
 		snprintf(path, sizeof(path), "%s/%s.nkp", argv[1], names[i]);
 		write_profile(&g, path, 0);

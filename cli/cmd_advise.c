@@ -1,0 +1,301 @@
+/*
+ * numakit advise: a placement plan (plan.json, docs/plan.md) from a profile,
+ * and the check of a plan against a machine.  The decisions are the
+ * library's (nk_profile_advise, nk_advice_check); this file reads the
+ * options, writes the plan and prints a short table of it, which it reads
+ * back from the plan's own JSON text (the public API has no entry accessors:
+ * the JSON is the plan's interface).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cli_advise_usage[] =
+	"usage: numakit advise [-o PLAN.json] [--machine FILE] [--min-size SIZE]\n"
+	"                      [--no-pages] [--no-pin] [--no-phases] PROFILE.nkp\n"
+	"       numakit advise --check PLAN.json [--machine FILE]\n"
+	"\n"
+	"Write a placement plan for the program profiled in PROFILE.nkp (written by\n"
+	"`numakit profile`): for each variable worth placing, a numakit policy that\n"
+	"follows how its threads used it (a block per thread in the observed order,\n"
+	"per-page ranges, interleaving over the nodes that share it), when to apply\n"
+	"it (at allocation, or when a marked phase starts), the evidence and the\n"
+	"reason; the variables left alone, with why; and a thread pinning.  The\n"
+	"plan is JSON a person may edit (docs/plan.md); `numakit run --plan` applies\n"
+	"it to the unmodified program.\n"
+	"\n"
+	"Without -o the plan is printed; with -o it is written to PLAN.json and a\n"
+	"short table (variable, policy, when, reason) is printed.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE  write the plan to FILE\n"
+	"  --machine FILE     advise for this machine file (`numakit topo --save`)\n"
+	"                     instead of the machine the profile was taken on; with\n"
+	"                     --check, check for it instead of this machine\n"
+	"  --min-size SIZE    leave variables smaller than SIZE alone (e.g. 1M;\n"
+	"                     default: the machine's L2 cache, 256K when unknown)\n"
+	"  --no-pages         never per-page placement (\"pages\" entries)\n"
+	"  --no-pin           no thread pinning in the plan\n"
+	"  --no-phases        one policy per variable, no changes between phases\n"
+	"  --check PLAN.json  validate a plan for this machine (or --machine's):\n"
+	"                     prints OK, or exactly what is wrong\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 success (the plan is OK); 1 runtime failure, or the plan\n"
+	"given to --check is not valid for the machine; 2 bad usage or bad input\n"
+	"(missing or corrupt profile, plan file or machine file; a profile with too\n"
+	"few samples to decide anything).\n"
+	"See numakit-advise(1).\n";
+
+static int code_exit(int rc)
+{
+	switch (rc) {
+	case NK_ENOENT:
+	case NK_EIO:
+	case NK_EPARSE:
+	case NK_EVERSION:
+	case NK_EINVAL:
+	case NK_ENODATA:
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
+static int write_out(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		cli_error("advise", "%s: %s", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	size_t n = strlen(text);
+	int bad = fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF;
+	if (fclose(f) || bad) {
+		cli_error("advise", "%s: cannot write: %s", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static const char *jstr(const json_t *o, const char *k, const char *dflt)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+/* The short table of a plan, from its JSON text. */
+static void print_table(const char *path, const char *text)
+{
+	json_t *root = json_loads(text, 0, NULL);
+	if (!root)
+		return;
+	const json_t *entries = json_object_get(root, "entries");
+	const json_t *left = json_object_get(root, "left_alone");
+	const json_t *pin = json_object_get(root, "pin");
+	const json_t *warn = json_object_get(root, "warnings");
+	size_t ne = json_array_size(entries), nl = json_array_size(left);
+
+	printf("%s: %zu entr%s, %zu variable%s left alone", path, ne, ne == 1 ? "y" : "ies", nl, nl == 1 ? "" : "s");
+	if (json_is_object(pin))
+		printf(", pinning: %s (%lld threads)", jstr(pin, "strategy", "?"),
+		       (long long)json_integer_value(json_object_get(pin, "threads")));
+	printf("\n");
+	if (ne) {
+		int wv = 8, wp = 6, ww = 4;
+		char when[128];
+		for (size_t i = 0; i < ne; i++) {
+			const json_t *e = json_array_get(entries, i);
+			int a = (int)strlen(jstr(e, "variable", jstr(e, "key", "?")));
+			int b = (int)strlen(jstr(e, "policy", "?"));
+			int c = (int)strlen(jstr(e, "when", "alloc")) + (json_object_get(e, "phase") ? 1 + (int)strlen(jstr(e, "phase", "")) : 0);
+			wv = a > wv ? (a > 40 ? 40 : a) : wv;
+			wp = b > wp ? (b > 40 ? 40 : b) : wp;
+			ww = c > ww ? (c > 24 ? 24 : c) : ww;
+		}
+		printf("\n%-*s  %-*s  %-*s  %s\n", wv, "variable", wp, "policy", ww, "when", "reason");
+		for (size_t i = 0; i < ne; i++) {
+			const json_t *e = json_array_get(entries, i);
+			if (json_object_get(e, "phase"))
+				snprintf(when, sizeof when, "%s:%s", jstr(e, "when", "phase"), jstr(e, "phase", ""));
+			else
+				snprintf(when, sizeof when, "%s", jstr(e, "when", "alloc"));
+			printf("%-*s  %-*s  %-*s  %s\n", wv, jstr(e, "variable", jstr(e, "key", "?")), wp,
+			       jstr(e, "policy", "?"), ww, when, jstr(e, "reason", ""));
+		}
+	}
+	if (nl) {
+		printf("\nleft alone:\n");
+		for (size_t i = 0; i < nl; i++) {
+			const json_t *s = json_array_get(left, i);
+			const char *name = jstr(s, "variable", NULL);
+			/* a name several variables share (heap sites allocating on one line) gets its key */
+			int dup = 0;
+			for (size_t k = 0; name && k < nl && !dup; k++)
+				dup = k != i && !strcmp(name, jstr(json_array_get(left, k), "variable", ""));
+			if (!name || dup)
+				printf("  %s%s%s%s: %s\n", name ? name : "", name ? " [" : "", jstr(s, "key", "?"), name ? "]" : "",
+				       jstr(s, "reason", ""));
+			else
+				printf("  %s: %s\n", name, jstr(s, "reason", ""));
+		}
+	}
+	for (size_t i = 0; i < json_array_size(warn); i++)
+		printf("%swarning: %s\n", i ? "" : "\n", json_string_value(json_array_get(warn, i)));
+	json_decref(root);
+}
+
+static int check_plan(const char *plan_path, const char *machine_file)
+{
+	struct cli_source src = CLI_SOURCE_INIT;
+	nk_machine *m = NULL;
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+	int rc;
+
+	rc = nk_advice_load(plan_path, &a, &err);
+	if (rc) {
+		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		/* a plan that is there but wrong is the answer to --check; a missing one is bad input */
+		return rc == NK_ENOENT || rc == NK_EIO ? CLI_EXIT_USAGE : rc == NK_ENOMEM ? CLI_EXIT_FAIL : 1;
+	}
+	if (machine_file && (rc = cli_source_set(&src, "advise", NK_SOURCE_FILE, "--machine", machine_file))) {
+		nk_advice_free(a);
+		return rc;
+	}
+	if ((rc = cli_load_machine(&src, "advise", &m))) {
+		nk_advice_free(a);
+		return rc;
+	}
+	rc = nk_advice_check(a, m, &err);
+	if (rc) {
+		cli_error("advise", "%s: %s", plan_path, err.message[0] ? err.message : nk_strerror(rc));
+		rc = rc == NK_ENOMEM ? CLI_EXIT_FAIL : 1;
+	} else {
+		size_t n = nk_advice_num_entries(a);
+		printf("%s: OK for %s (%zu entr%s)\n", plan_path, machine_file ? machine_file : "this machine", n,
+		       n == 1 ? "y" : "ies");
+		rc = CLI_EXIT_OK;
+	}
+	nk_advice_free(a);
+	nk_machine_free(m);
+	return cli_finish_stdout("advise", rc);
+}
+
+int cli_cmd_advise(int argc, char **argv)
+{
+	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "machine", required_argument, NULL, OPT_MACHINE },
+		{ "min-size", required_argument, NULL, OPT_MIN_SIZE },
+		{ "no-pages", no_argument, NULL, OPT_NO_PAGES },
+		{ "no-pin", no_argument, NULL, OPT_NO_PIN },
+		{ "no-phases", no_argument, NULL, OPT_NO_PHASES },
+		{ "check", required_argument, NULL, OPT_CHECK },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = NULL, *machine = NULL, *check = NULL, *path;
+	const char *advise_only = NULL; /* an option that makes no sense with --check */
+	nk_advise_opts o;
+	int c, rc;
+
+	memset(&o, 0, sizeof(o));
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			advise_only = "-o";
+			break;
+		case OPT_MACHINE:
+			machine = optarg;
+			break;
+		case OPT_MIN_SIZE:
+			if (cli_parse_size(optarg, &o.min_size) || !o.min_size)
+				return cli_usage_error("advise", "--min-size: '%s' is not a size such as 256K or 1M", optarg);
+			advise_only = "--min-size";
+			break;
+		case OPT_NO_PAGES:
+			o.no_pages = 1;
+			advise_only = "--no-pages";
+			break;
+		case OPT_NO_PIN:
+			o.no_pin = 1;
+			advise_only = "--no-pin";
+			break;
+		case OPT_NO_PHASES:
+			o.no_phases = 1;
+			advise_only = "--no-phases";
+			break;
+		case OPT_CHECK:
+			check = optarg;
+			break;
+		case 'h':
+			return cli_finish_stdout("advise", cli_print_help("advise"));
+		default:
+			return cli_bad_option("advise", c, argv);
+		}
+	}
+	if ((out && !*out) || (machine && !*machine) || (check && !*check))
+		return cli_usage_error("advise", "empty file name");
+	if (check) {
+		if (advise_only)
+			return cli_usage_error("advise", "%s cannot be used with --check", advise_only);
+		if (optind < argc)
+			return cli_usage_error("advise", "unexpected argument '%s' (--check takes the plan)", argv[optind]);
+		return check_plan(check, machine);
+	}
+	if (optind == argc)
+		return cli_usage_error("advise", "no profile given");
+	if (argc - optind > 1)
+		return cli_usage_error("advise", "unexpected argument '%s'", argv[optind + 1]);
+	path = argv[optind];
+
+	nk_machine *m = NULL;
+	if (machine) {
+		struct cli_source src = CLI_SOURCE_INIT;
+		if ((rc = cli_source_set(&src, "advise", NK_SOURCE_FILE, "--machine", machine)) ||
+		    (rc = cli_load_machine(&src, "advise", &m)))
+			return rc;
+	}
+	nk_profile *p = NULL;
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+	char *text = NULL;
+	rc = nk_profile_load(path, &p, &err);
+	if (rc) {
+		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		nk_machine_free(m);
+		return code_exit(rc);
+	}
+	rc = nk_profile_advise(p, m, &o, &a, &err);
+	nk_profile_free(p);
+	nk_machine_free(m);
+	if (rc) {
+		cli_error("advise", "%s: %s", path, err.message[0] ? err.message : nk_strerror(rc));
+		return code_exit(rc);
+	}
+	rc = nk_advice_format(a, &text, &err);
+	nk_advice_free(a);
+	if (rc) {
+		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		return CLI_EXIT_FAIL;
+	}
+	if (!out) {
+		puts(text);
+		free(text);
+		return cli_finish_stdout("advise", CLI_EXIT_OK);
+	}
+	rc = write_out(out, text);
+	if (!rc)
+		print_table(out, text);
+	free(text);
+	return rc ? rc : cli_finish_stdout("advise", CLI_EXIT_OK);
+}

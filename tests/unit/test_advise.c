@@ -1,0 +1,620 @@
+/*
+ * nk_profile_advise (src/advise/advise.c, docs/plan.md "How advise decides")
+ * on profiles built in memory with known truth: a serially initialised
+ * hot spot used in partitions (block by owners), a partition mismatch
+ * (block in the observed order), x/y sweeps (cyclic), an irregular
+ * read-mostly table (cyclic, weighted, cyclic_neighbors, cyclic over a
+ * subset), stable scattered owners (pages), small / private / unsymbolised
+ * variables (left alone), a phase change (phase entry, with and without the
+ * migration warning), the thread pinning, and the options.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise/aplan.h"
+#include "profile/analysis.h"
+
+#define PAGE 4096ull
+#define BASE 0x10000000ull
+#define NP 256 /* pages of the test variables: 1 MiB, above the 256 KiB L2 */
+/* 4 nodes, 2 cpus each; remote distance 21 (NUMA factor 2.1) */
+#define M4 "nodes=4 cores=2 mem=1G dist=10:21 l2=256K"
+#define M2 "nodes=2 cores=4 mem=1G dist=10:21 l2=256K"
+
+struct pbuild {
+	struct nk__nkp_profile p;
+	struct nk__nkp_process_data pd;
+	size_t cap;
+	char *machine;
+	uint64_t t;
+};
+
+static void pb_init(struct pbuild *b, const char *machine_desc, int threads)
+{
+	memset(b, 0, sizeof(*b));
+	b->p.version = 1;
+	b->p.run_json = strdup("{\"command\": [\"./app\"], \"sampler\": \"pagefault\", \"wall_ns\": 1000000000}");
+	nk_machine *m = nk_test_synth(machine_desc);
+	assert_int_equal(nk_machine_to_json(m, 0, &b->machine), 0);
+	nk_machine_free(m);
+	b->p.machine_json = b->machine;
+	b->pd.info.pid = 100;
+	b->pd.meta_json = strdup("{\"pid\": 100, \"page_size\": 4096}");
+	b->pd.end_json = strdup("{\"complete\": true, \"dropped\": 0}");
+	b->pd.complete = 1;
+	b->pd.threads = calloc((size_t)threads + 1, sizeof(*b->pd.threads));
+	for (int t = 0; t < threads; t++)
+		b->pd.threads[t] = (struct nk__nkp_thread){ .tid = 1000 + (uint32_t)t, .index = (uint32_t)t, .cpu = -1 };
+	b->pd.n_threads = (size_t)threads;
+	b->p.procs = &b->pd;
+	b->p.n_procs = 1;
+	b->t = 1;
+}
+
+static void pb_free(struct pbuild *b)
+{
+	free(b->p.run_json);
+	free(b->machine);
+	free(b->pd.meta_json);
+	free(b->pd.end_json);
+	free(b->pd.threads);
+	for (size_t i = 0; i < b->pd.n_sites; i++)
+		free(b->pd.sites[i].ips);
+	free(b->pd.sites);
+	free(b->pd.allocs);
+	for (size_t i = 0; i < b->pd.n_names; i++)
+		free(b->pd.names[i].name);
+	free(b->pd.names);
+	for (size_t i = 0; i < b->pd.n_phases; i++)
+		free(b->pd.phases[i].name);
+	free(b->pd.phases);
+	free(b->pd.samples);
+}
+
+static void pb_name(struct pbuild *b, uint64_t addr, uint64_t size, const char *name)
+{
+	b->pd.names = realloc(b->pd.names, (b->pd.n_names + 1) * sizeof(*b->pd.names));
+	b->pd.names[b->pd.n_names++] = (struct nk__nkp_name_data){ { addr, size, 0 }, strdup(name) };
+}
+
+static void pb_site(struct pbuild *b, uint32_t id, uint64_t ip)
+{
+	b->pd.sites = realloc(b->pd.sites, (b->pd.n_sites + 1) * sizeof(*b->pd.sites));
+	uint64_t *ips = malloc(sizeof(*ips));
+	ips[0] = ip;
+	b->pd.sites[b->pd.n_sites++] = (struct nk__nkp_site_data){ id, 1, ips };
+}
+
+static void pb_alloc(struct pbuild *b, uint64_t addr, uint64_t size, uint32_t site, uint32_t id)
+{
+	b->pd.allocs = realloc(b->pd.allocs, (b->pd.n_allocs + 1) * sizeof(*b->pd.allocs));
+	b->pd.allocs[b->pd.n_allocs++] = (struct nk__nkp_alloc){ .addr = addr, .size = size, .time_ns = 0,
+								 .tid = 1000, .site = site, .kind = NK__ALLOC_MALLOC,
+								 .id = id };
+}
+
+static void pb_phase(struct pbuild *b, uint16_t id, const char *name)
+{
+	b->pd.phases = realloc(b->pd.phases, (b->pd.n_phases + 1) * sizeof(*b->pd.phases));
+	b->pd.phases[b->pd.n_phases++] = (struct nk__nkp_phase_data){ { b->t, 1000, id, 0 }, strdup(name) };
+}
+
+static void pb_sample_w(struct pbuild *b, uint64_t addr, int thread, int cpu_node, int page_node, int access,
+			int flags, uint16_t phase, uint32_t weight)
+{
+	if (b->pd.n_samples == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 1024;
+		b->pd.samples = realloc(b->pd.samples, b->cap * sizeof(*b->pd.samples));
+	}
+	b->pd.samples[b->pd.n_samples++] = (struct nk__nkp_sample){
+		.time_ns = b->t++, .addr = addr, .ip = 0x400100, .tid = 1000 + (uint32_t)thread, .weight = weight,
+		.cpu = (int16_t)cpu_node, .cpu_node = (int16_t)cpu_node, .page_node = (int16_t)page_node,
+		.access = (uint8_t)access, .sampler = NK__SAMPLER_PAGEFAULT, .flags = (uint8_t)flags, .phase = phase
+	};
+	b->p.n_samples++;
+}
+
+static void pb_sample(struct pbuild *b, uint64_t addr, int thread, int cpu_node, int page_node, int access)
+{
+	pb_sample_w(b, addr, thread, cpu_node, page_node, access, 0, 0, 1);
+}
+
+/* Analyse, wrap as a profile and advise (on @p m, NULL: the profile's machine). */
+static nk_advice *advise_opts(struct pbuild *b, const nk_machine *m, const nk_advise_opts *o)
+{
+	struct nk__analysis *a = NULL;
+	nk_profile *p = NULL;
+	nk_advice *plan = NULL;
+	nk_error err = { 0, "" };
+	if (nk__analyze(&b->p, NULL, NULL, &a, &err))
+		fail_msg("analyze: %s", err.message);
+	assert_int_equal(nk__profile_from_analysis(a, &p, &err), 0);
+	int rc = nk_profile_advise(p, m, o, &plan, &err);
+	if (rc)
+		fail_msg("advise: %d %s", rc, err.message);
+	/* every plan advise writes formats, parses back and checks on its machine */
+	char *t1 = NULL, *t2 = NULL;
+	nk_advice *back = NULL;
+	if (nk_advice_format(plan, &t1, &err))
+		fail_msg("format: %s", err.message);
+	if (getenv("NK_ADVISE_DUMP"))
+		fprintf(stderr, "%s\n", t1);
+	assert_int_equal(nk_advice_parse(t1, strlen(t1), &back, &err), 0);
+	assert_int_equal(nk_advice_format(back, &t2, &err), 0);
+	assert_string_equal(t1, t2);
+	nk_machine *own = NULL;
+	if (!m) {
+		const struct nk__analysis *an = nk__profile_analysis(p);
+		assert_int_equal(nk_machine_load_buffer(an->machine_json, strlen(an->machine_json), &own, &err), 0);
+	}
+	if (nk_advice_check(plan, m ? m : own, &err))
+		fail_msg("check: %s", err.message);
+	nk_machine_free(own);
+	nk_advice_free(back);
+	free(t1);
+	free(t2);
+	nk_profile_free(p);
+	return plan;
+}
+
+static nk_advice *advise(struct pbuild *b)
+{
+	return advise_opts(b, NULL, NULL);
+}
+
+static const struct nk__aplan_entry *entry(const nk_advice *a, const char *key, int when, const char *phase)
+{
+	return nk__aplan_find((nk_advice *)a, key, when, phase);
+}
+
+static const struct nk__aplan_skip *left(const nk_advice *a, const char *key)
+{
+	for (size_t i = 0; i < a->n_left_alone; i++)
+		if (!strcmp(a->left_alone[i].key, key))
+			return &a->left_alone[i];
+	return NULL;
+}
+
+/* 8 threads, thread t on node node_of(t); grid of NP pages, thread t works on slice t. */
+static void partitioned(struct pbuild *b, int (*node_of)(int), int page_node_fixed, int serial_init)
+{
+	pb_init(b, M4, 8);
+	pb_name(b, BASE, NP * PAGE, "grid");
+	if (serial_init)
+		for (int pg = 0; pg < NP; pg++)
+			pb_sample_w(b, BASE + pg * PAGE, 0, node_of(0), node_of(0), NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 0, 1);
+	for (int rep = 0; rep < 2; rep++)
+		for (int t = 0; t < 8; t++)
+			for (int pg = t * NP / 8; pg < (t + 1) * NP / 8; pg++)
+				pb_sample(b, BASE + pg * PAGE + 64 * (uint64_t)rep, t, node_of(t),
+					  page_node_fixed >= 0 ? page_node_fixed : 3 - node_of(t), NK__ACC_READ);
+}
+
+static int node_pairs(int t)
+{
+	return t / 2;
+}
+
+static int node_backwards(int t)
+{
+	return 3 - t / 2;
+}
+
+/* Serial initialisation by thread 0 on node 0, then each thread reads its slice: block by owners. */
+static void test_hotspot_block(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	partitioned(&b, node_pairs, 0, 1);
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:grid", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "block:threads=0-3");
+	assert_string_equal(e->ev.diagnosis, "hot-spot");
+	assert_int_equal(e->ev.size, NP * PAGE);
+	assert_int_equal(e->ev.threads, 8);
+	assert_non_null(strstr(e->reason, "observed order"));
+	assert_non_null(strstr(e->reason, "100% of its accesses local"));
+	/* block follows the observed nodes: threads are pinned where they ran */
+	assert_string_equal(a->pin.strategy, "cpus");
+	assert_int_equal(a->pin.threads, 8);
+	int want[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	assert_memory_equal(a->pin.cpus, want, sizeof want);
+	assert_int_equal(a->n_nodes, 4);
+	assert_true(a->numa_factor > 2.09 && a->numa_factor < 2.11);
+	assert_string_equal(a->program, "./app");
+	nk_advice_free(a);
+
+	/* --no-pin */
+	nk_advise_opts o = { 0 };
+	o.no_pin = 1;
+	a = advise_opts(&b, NULL, &o);
+	assert_null(a->pin.strategy);
+	nk_advice_free(a);
+	pb_free(&b);
+}
+
+/* Pages placed on the wrong nodes, threads in reverse node order: block in the observed order. */
+static void test_partition_mismatch_order(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	partitioned(&b, node_backwards, -1, 0);
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:grid", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->ev.diagnosis, "partition-mismatch");
+	assert_string_equal(e->policy, "block:threads=3,2,1,0");
+	nk_advice_free(a);
+
+	/* the same on a machine with other node ids: mapped by position */
+	nk_machine *m = nk_test_synth("nodes=4 ids=0,2,4,6 cores=2 mem=1G dist=10:21 l2=256K");
+	a = advise_opts(&b, m, NULL);
+	e = entry(a, "name:grid", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "block:threads=6,4,2,0");
+	int want[4] = { 0, 2, 4, 6 };
+	assert_int_equal(a->n_nodes, 4);
+	assert_memory_equal(a->node_ids, want, sizeof want);
+	nk_advice_free(a);
+	nk_machine_free(m);
+	pb_free(&b);
+}
+
+/* Row sweeps then column sweeps, no phases marked: every page used by every node -> cyclic. */
+static void test_xy_sweeps_cyclic(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M4, 8);
+	pb_name(&b, BASE, NP * PAGE, "field");
+	for (int t = 0; t < 8; t++) /* x sweep: slice t */
+		for (int pg = t * NP / 8; pg < (t + 1) * NP / 8; pg++)
+			pb_sample(&b, BASE + pg * PAGE, t, t / 2, 0, NK__ACC_WRITE);
+	for (int pg = 0; pg < NP; pg++) /* y sweep: every thread touches every page */
+		for (int t = 0; t < 8; t++)
+			pb_sample(&b, BASE + pg * PAGE + 8 * (uint64_t)t, t, t / 2, 0, NK__ACC_READ);
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:field", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "interleave it over every node"));
+	assert_string_equal(a->pin.strategy, "scatter");
+	nk_advice_free(a);
+	pb_free(&b);
+}
+
+/* A read-mostly table read at random by threads of the nodes in @p nodes (mask). */
+static void table(struct pbuild *b, const char *machine, unsigned nodes, int pairs)
+{
+	pb_init(b, machine, 8);
+	pb_name(b, BASE, NP * PAGE, "table");
+	unsigned x = 12345;
+	for (int i = 0; i < 8 * NP; i++) {
+		x = x * 1103515245u + 12345u;
+		int pg = (int)((x >> 8) % NP);
+		int ok[8], n = 0;
+		for (int k = 0; k < 8; k++)
+			if (nodes & (1u << (k / 2)))
+				ok[n++] = k;
+		int t = ok[(x >> 20) % (unsigned)n];
+		if (pairs) /* thread pairs (t, t + 4), on nodes t / 2 and t / 2 + 2, share a quarter each */
+			pg = (t % 4) * (NP / 4) + pg % (NP / 4);
+		pb_sample(b, BASE + pg * PAGE + 8 * (uint64_t)(i % 64), t, t / 2, 1, i % 20 ? NK__ACC_READ : NK__ACC_WRITE);
+	}
+}
+
+static void test_irregular_table(void **state)
+{
+	(void)state;
+	struct pbuild b;
+
+	table(&b, M4, 0xf, 0);
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "read-mostly"));
+	assert_non_null(strstr(e->reason, "bandwidth not measured"));
+	nk_advice_free(a);
+
+	/* bandwidth measured, node 3 slower: weighted, weights by bandwidth */
+	nk_machine *m = nk_test_synth(M4);
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, k == 3 ? 5000 : 10000), 0);
+	a = advise_opts(&b, m, NULL);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "weighted:weights=0=16/1=16/2=16/3=8");
+	assert_non_null(strstr(e->reason, "node 3 5000 MB/s"));
+	nk_advice_free(a);
+	/* measured and equal: cyclic, saying so */
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 10000), 0);
+	a = advise_opts(&b, m, NULL);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "bandwidth measured: equal"));
+	nk_advice_free(a);
+	nk_machine_free(m);
+	pb_free(&b);
+
+	/* used by nodes 0 and 1 only: node 0 and its nearest neighbour */
+	table(&b, M4, 0x3, 0);
+	a = advise(&b);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "cyclic_neighbors:home=0,count=2");
+	nk_advice_free(a);
+	pb_free(&b);
+	/* nodes 0 and 2: not neighbours by id order, cyclic over them */
+	table(&b, M4, 0x5, 0);
+	a = advise(&b);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "cyclic:nodes=0,2");
+	nk_advice_free(a);
+	pb_free(&b);
+	/* node 2 only, on pages of node 1: bind to node 2 */
+	table(&b, M4, 0x4, 0);
+	a = advise(&b);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "bind:nodes=2");
+	nk_advice_free(a);
+	pb_free(&b);
+
+	/* thread pairs on different nodes share quarters of it: interleaved, and pinned by sharing */
+	table(&b, M4, 0xf, 1);
+	a = advise(&b);
+	e = entry(a, "name:table", NK__WHEN_ALLOC, NULL);
+	assert_string_equal(e->policy, "cyclic");
+	assert_string_equal(a->pin.strategy, "sharing");
+	assert_non_null(strstr(a->pin.reason, "threads share data in groups"));
+	assert_int_equal(a->pin.threads, 8);
+	assert_non_null(a->pin.sharing);
+	assert_true(a->pin.sharing[0 * 8 + 4] > 0 && a->pin.sharing[0 * 8 + 1] == 0);
+	nk_advice_free(a);
+	pb_free(&b);
+}
+
+/* Each page used by one node, scattered so that no block layout fits: pages; --no-pages: cyclic. */
+static void test_pages(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M4, 8);
+	pb_name(&b, BASE, NP * PAGE, "mesh");
+	/* owner of page p: runs of 8 pages on nodes 0,2,1,3,3,0,... (a fixed pseudo-random sequence) */
+	static const int seq[32] = { 0, 2, 1, 3, 3, 0, 1, 2, 2, 0, 3, 1, 0, 0, 2, 3,
+				     1, 3, 0, 2, 1, 1, 3, 0, 2, 3, 0, 1, 3, 2, 1, 0 };
+	for (int rep = 0; rep < 3; rep++)
+		for (int pg = 0; pg < NP; pg++) {
+			int node = seq[pg / 8];
+			int t = 2 * node + (pg % 2);
+			pb_sample(&b, BASE + pg * PAGE + 64 * (uint64_t)rep, t, node, (node + 1) % 4, NK__ACC_READ);
+		}
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:mesh", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "pages");
+	assert_int_equal(e->page_size, 4096);
+	/* runs of the sequence, consecutive equal owners merged: 8-page runs */
+	size_t runs = 0;
+	for (int i = 0; i < 32; i++)
+		runs += !i || seq[i] != seq[i - 1];
+	assert_int_equal(e->n_ranges, runs);
+	assert_int_equal(e->ranges[0].first, 0);
+	assert_int_equal(e->ranges[0].node, 0);
+	assert_int_equal(e->ranges[1].first, 8);
+	assert_int_equal(e->ranges[1].node, 2);
+	assert_int_equal(e->ranges[e->n_ranges - 1].first + e->ranges[e->n_ranges - 1].count, NP);
+	assert_non_null(strstr(e->reason, "no block layout fits"));
+	nk_advice_free(a);
+
+	nk_advise_opts o = { 0 };
+	o.no_pages = 1;
+	a = advise_opts(&b, NULL, &o);
+	e = entry(a, "name:mesh", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "no block layout fits (best: 75%) and per-page placement is off"));
+	nk_advice_free(a);
+	pb_free(&b);
+
+	/* every 4th page sampled: unsampled pages go to the nearest sampled page's owner (ties: the
+	 * earlier), so every boundary between sampled pages 4k and 4k + 4 falls at 4k + 3 */
+	pb_init(&b, M4, 8);
+	pb_name(&b, BASE, NP * PAGE, "sparse");
+	for (int rep = 0; rep < 3; rep++)
+		for (int pg = 0; pg < NP; pg += 4) {
+			int node = seq[(pg / 12) % 32];
+			pb_sample(&b, BASE + pg * PAGE + 64 * (uint64_t)rep, 2 * node + rep % 2, node, 0, NK__ACC_READ);
+		}
+	a = advise(&b);
+	e = entry(a, "name:sparse", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "pages");
+	uint64_t at = 0;
+	for (size_t i = 0; i < e->n_ranges; i++) {
+		assert_int_equal(e->ranges[i].first, at);
+		if (i)
+			assert_int_equal(at % 4, 3);
+		assert_int_equal(e->ranges[i].node, seq[(((at + 1) / 4 * 4) / 12) % 32]);
+		at += e->ranges[i].count;
+	}
+	assert_int_equal(at, NP);
+	nk_advice_free(a);
+	pb_free(&b);
+}
+
+/* Small, private, fine, too few samples, unsymbolised heap, a stack: left alone, with the reason. */
+static void test_left_alone(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M4, 8);
+	pb_name(&b, BASE, 16 * PAGE, "small");
+	pb_name(&b, BASE + (16 << 20), NP * PAGE, "private");
+	pb_name(&b, BASE + (32 << 20), NP * PAGE, "fine");
+	pb_name(&b, BASE + (48 << 20), NP * PAGE, "rare");
+	pb_site(&b, 7, 0x402000);
+	pb_alloc(&b, BASE + (64 << 20), NP * PAGE, 7, 1);
+	for (int i = 0; i < 64; i++) {
+		pb_sample(&b, BASE + (i % 16) * PAGE, i % 8, (i % 8) / 2, 3, NK__ACC_READ);
+		pb_sample(&b, BASE + (16 << 20) + (i % NP) * PAGE, 5, 2, 0, NK__ACC_WRITE);
+		pb_sample(&b, BASE + (32 << 20) + (i % NP) * PAGE, i % 8, (i % 8) / 2, (i % 8) / 2, NK__ACC_READ);
+		pb_sample(&b, BASE + (64 << 20) + (i % NP) * PAGE, i % 8, (i % 8) / 2, 0, NK__ACC_READ);
+	}
+	for (int i = 0; i < 5; i++)
+		pb_sample(&b, BASE + (48 << 20) + i * PAGE, i, i / 2, 3, NK__ACC_READ);
+	nk_advice *a = advise(&b);
+	assert_int_equal(nk_advice_num_entries(a), 0);
+	const struct nk__aplan_skip *s = left(a, "name:small");
+	assert_non_null(s);
+	assert_non_null(strstr(s->reason, "small (65536 bytes, below 262144 (L2))"));
+	assert_non_null(strstr(left(a, "name:private")->reason, "used by one thread only"));
+	assert_non_null(strstr(left(a, "name:fine")->reason, "0% of its accesses are remote: fine"));
+	assert_non_null(strstr(left(a, "name:rare")->reason, "too few samples (5"));
+	assert_non_null(strstr(left(a, "heap:pid100:site7")->reason, "process-local key"));
+	assert_null(a->pin.strategy);
+	nk_advice_free(a);
+
+	/* --min-size below the small variable's size: it gets an entry */
+	nk_advise_opts o = { 0 };
+	o.min_size = 4096;
+	a = advise_opts(&b, NULL, &o);
+	assert_non_null(entry(a, "name:small", NK__WHEN_ALLOC, NULL));
+	nk_advice_free(a);
+
+	/* a machine with NUMA factor 1.1: nothing worth changing */
+	nk_machine *m = nk_test_synth("nodes=4 cores=2 mem=1G dist=10:11 l2=256K");
+	a = advise_opts(&b, m, &o);
+	assert_int_equal(nk_advice_num_entries(a), 0);
+	assert_non_null(strstr(left(a, "name:small")->reason, "NUMA factor 1.10 is below 1.20"));
+	nk_advice_free(a);
+	nk_machine_free(m);
+	pb_free(&b);
+}
+
+/* Phase "rows": thread t on slice t; then phase "cols" (every node on every page) or "reverse"
+ * (thread t on slice 7 - t). */
+static void phases(struct pbuild *b, uint32_t weight, int reverse)
+{
+	pb_init(b, M4, 8);
+	pb_name(b, BASE, NP * PAGE, "matrix");
+	pb_phase(b, 1, "init");
+	for (int pg = 0; pg < NP; pg++)
+		pb_sample_w(b, BASE + pg * PAGE, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 1, 1);
+	pb_phase(b, 2, "rows");
+	for (int rep = 0; rep < 2; rep++)
+		for (int t = 0; t < 8; t++)
+			for (int pg = t * NP / 8; pg < (t + 1) * NP / 8; pg++)
+				pb_sample_w(b, BASE + pg * PAGE + 64 * (uint64_t)rep, t, t / 2, 0, NK__ACC_READ, 0, 2, weight);
+	if (reverse) {
+		pb_phase(b, 3, "reverse");
+		for (int rep = 0; rep < 2; rep++)
+			for (int t = 0; t < 8; t++)
+				for (int pg = (7 - t) * NP / 8; pg < (8 - t) * NP / 8; pg++)
+					pb_sample_w(b, BASE + pg * PAGE + 64 * (uint64_t)rep, t, t / 2, 0, NK__ACC_READ, 0,
+						    3, weight);
+		return;
+	}
+	pb_phase(b, 3, "cols");
+	for (int pg = 0; pg < NP; pg++)
+		for (int t = 0; t < 8; t++)
+			pb_sample_w(b, BASE + pg * PAGE + 8 * (uint64_t)t, t, t / 2, 0, NK__ACC_READ, 0, 3, weight);
+}
+
+static void test_phase_change(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	phases(&b, 1, 1);
+	nk_advice *a = advise(&b);
+	const struct nk__aplan_entry *e = entry(a, "name:matrix", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "block:threads=0-3");
+	assert_string_equal(e->ev.diagnosis, "hot-spot"); /* the "rows" phase's view */
+	e = entry(a, "name:matrix", NK__WHEN_PHASE, "reverse");
+	assert_non_null(e);
+	assert_string_equal(e->policy, "block:threads=3,2,1,0");
+	assert_non_null(strstr(e->reason, "in phase reverse:"));
+	assert_null(entry(a, "name:matrix", NK__WHEN_PHASE, "rows"));
+	assert_null(entry(a, "name:matrix", NK__WHEN_PHASE, "init"));
+	/* 1 MiB at 2 GB/s vs 512 sampled accesses made local: not worth it */
+	assert_int_equal(a->n_warnings, 1);
+	assert_non_null(
+		strstr(a->warnings[0], "matrix: migrating it when phase reverse starts costs more than it saves"));
+	nk_advice_free(a);
+
+	/* --no-phases: one entry, for the whole run (each page used by two nodes: interleaved) */
+	nk_advise_opts o = { 0 };
+	o.no_phases = 1;
+	a = advise_opts(&b, NULL, &o);
+	assert_int_equal(nk_advice_num_entries(a), 1);
+	assert_string_equal(a->entries[0].policy, "cyclic");
+	assert_int_equal(a->n_warnings, 0);
+	nk_advice_free(a);
+	pb_free(&b);
+
+	/* each sample standing for 100000 accesses: the migration pays, no warning */
+	phases(&b, 100000, 1);
+	a = advise(&b);
+	assert_non_null(entry(a, "name:matrix", NK__WHEN_PHASE, "reverse"));
+	assert_int_equal(a->n_warnings, 0);
+	nk_advice_free(a);
+	pb_free(&b);
+
+	/* then column sweeps: interleaving would make no more accesses local than the blocks in place */
+	phases(&b, 1, 0);
+	a = advise(&b);
+	assert_int_equal(nk_advice_num_entries(a), 1);
+	assert_string_equal(a->entries[0].policy, "block:threads=0-3");
+	assert_int_equal(a->n_warnings, 0);
+	nk_advice_free(a);
+	pb_free(&b);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	struct nk__analysis *an = NULL;
+	nk_profile *p = NULL;
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+
+	pb_init(&b, M4, 2);
+	pb_name(&b, BASE, NP * PAGE, "x");
+	for (int i = 0; i < 5; i++)
+		pb_sample(&b, BASE + i * PAGE, i % 2, 0, 1, NK__ACC_READ);
+	assert_int_equal(nk__analyze(&b.p, NULL, NULL, &an, &err), 0);
+	assert_int_equal(nk__profile_from_analysis(an, &p, &err), 0);
+	assert_int_equal(nk_profile_advise(p, NULL, NULL, &a, &err), NK_ENODATA);
+	assert_non_null(strstr(err.message, "no variable has enough samples"));
+	assert_null(a);
+	nk_advise_opts o = { 0 };
+	o.reserved[2] = 1;
+	assert_int_equal(nk_profile_advise(p, NULL, &o, &a, &err), NK_EINVAL);
+	assert_int_equal(nk_profile_advise(NULL, NULL, NULL, &a, &err), NK_EINVAL);
+	assert_int_equal(nk_profile_advise(p, NULL, NULL, NULL, &err), NK_EINVAL);
+	nk_profile_free(p);
+	pb_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hotspot_block),
+		cmocka_unit_test(test_partition_mismatch_order),
+		cmocka_unit_test(test_xy_sweeps_cyclic),
+		cmocka_unit_test(test_irregular_table),
+		cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_left_alone),
+		cmocka_unit_test(test_phase_change),
+		cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
