@@ -180,6 +180,16 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 			spec);
 		goto out;
 	}
+	/* The user pins the OpenMP threads already: theirs wins, as --pin's would (--pin refuses these). */
+	static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY" };
+	for (size_t i = 0; i < sizeof omp_vars / sizeof omp_vars[0]; i++) {
+		const char *v = getenv(omp_vars[i]);
+		if (v && *v) {
+			fprintf(stderr, "numakit run: %s=%s is set: the plan's pinning (%s) is not used\n", omp_vars[i], v,
+				spec);
+			goto out;
+		}
+	}
 	if (sharing) {
 		const char *tmp = getenv("TMPDIR");
 		char path[PATH_MAX];
