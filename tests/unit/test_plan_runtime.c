@@ -3,13 +3,15 @@
  * key of a call stack on synthetic objects (must equal the analysis's key,
  * src/profile/analysis.c site_var), runtime-frame dropping, page
  * arithmetic of statics and plan ranges, symbol-name matching, and the ELF
- * reader on this test's own executable.  The end-to-end key equality
+ * reader on this test's own executable; nk_advice_pin (the plan's pinning as
+ * `numakit run --pin` takes it).  The end-to-end key equality
  * (profile -> report key == runtime key) is tests/plan/.
  */
 #include "testutil.h"
 
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -224,6 +226,74 @@ static void test_elf_symbol(void **state)
 	assert_string_equal(why, "not a 64-bit ELF file with section headers");
 }
 
+/* nk_advice_pin (src/advise/aplan_pin.c): a plan's pinning in --pin's words. */
+static void pin_of(const char *json, int want_rc, const char *want_spec, int want_threads, const char *want_sharing)
+{
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+	char *spec = (char *)"junk", *sharing = (char *)"junk";
+	int threads = -1;
+
+	assert_int_equal(nk_advice_parse(json, strlen(json), &a, &err), 0);
+	assert_int_equal(nk_advice_pin(a, &spec, &threads, &sharing, &err), want_rc);
+	if (!want_rc) {
+		if (want_spec)
+			assert_string_equal(spec, want_spec);
+		else
+			assert_null(spec);
+		assert_int_equal(threads, want_threads);
+		if (want_sharing)
+			assert_string_equal(sharing, want_sharing);
+		else
+			assert_null(sharing);
+		free(spec);
+		free(sharing);
+	}
+	nk_advice_free(a);
+}
+
+static void test_advice_pin(void **state)
+{
+	(void)state;
+	pin_of("{\"format\": \"numakit-plan\", \"version\": 1, \"entries\": []}", 0, NULL, 0, NULL);
+	pin_of("{\"format\": \"numakit-plan\", \"version\": 1, \"pin\": {\"strategy\": \"none\"}, \"entries\": []}", 0,
+	       NULL, 0, NULL);
+	pin_of("{\"format\": \"numakit-plan\", \"version\": 1, \"pin\": {\"strategy\": \"scatter\", \"threads\": 8}, "
+	       "\"entries\": []}",
+	       0, "scatter", 8, NULL);
+	pin_of("{\"format\": \"numakit-plan\", \"version\": 1, \"pin\": {\"strategy\": \"cpus\", \"threads\": 4, "
+	       "\"cpus\": [3, 1, 0, 2]}, \"entries\": []}",
+	       0, "3,1,0,2", 4, NULL);
+	pin_of("{\"format\": \"numakit-plan\", \"version\": 1, \"pin\": {\"strategy\": \"sharing\", \"threads\": 2, "
+	       "\"sharing\": [[0, 2.5], [2.5, 0]]}, \"entries\": []}",
+	       0, "sharing", 2, "# numakit plan: thread x thread sharing, 2 threads\n0 2.5\n2.5 0\n");
+
+	/* the matrix parses back with nk_sharing_parse */
+	nk_advice *a = NULL;
+	nk_error err = { 0, "" };
+	const char *js = "{\"format\": \"numakit-plan\", \"version\": 1, \"pin\": {\"strategy\": \"sharing\", "
+			 "\"threads\": 3, \"sharing\": [[0, 1, 9], [1, 0, 1], [9, 1, 0]]}, \"entries\": []}";
+	char *spec = NULL, *sharing = NULL;
+	double *mx = NULL;
+	int n = 0;
+	assert_int_equal(nk_advice_parse(js, strlen(js), &a, &err), 0);
+	assert_int_equal(nk_advice_pin(a, &spec, NULL, &sharing, &err), 0);
+	assert_int_equal(nk_sharing_parse(sharing, strlen(sharing), &mx, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_true(mx[2] == 9 && mx[6] == 9 && mx[1] == 1);
+	free(mx);
+	free(spec);
+	free(sharing);
+	/* NULL arguments */
+	assert_int_equal(nk_advice_pin(NULL, &spec, NULL, NULL, &err), NK_EINVAL);
+	assert_int_equal(nk_advice_pin(a, NULL, NULL, NULL, &err), NK_EINVAL);
+	/* without the sharing out-parameter: the spec alone, nothing leaks */
+	assert_int_equal(nk_advice_pin(a, &spec, NULL, NULL, &err), 0);
+	assert_string_equal(spec, "sharing");
+	free(spec);
+	nk_advice_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_key_none),       cmocka_unit_test(test_runtime_names),
 		cmocka_unit_test(test_inner_pages),    cmocka_unit_test(test_range_bytes),
 		cmocka_unit_test(test_sym_matches),    cmocka_unit_test(test_elf_symbol),
+		cmocka_unit_test(test_advice_pin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
