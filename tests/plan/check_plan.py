@@ -19,6 +19,8 @@ Scenarios:
   cxx      (--prog plan_cxx) a C++ program: the namespaced static (mangled in
            .symtab, demangled in the key) and a std::vector allocated through
            libstdc++'s operator new are both matched; output unchanged.
+  fortran  (--prog plan_f) a Fortran program: a module array and an
+           allocatable are both matched; output unchanged.
   badplan  a plan whose keys name no variable of the program (never matched,
            logged), and (--plan-lib) the runtime preloaded by hand with a plan
            it cannot parse or find: one message, the program runs unchanged.
@@ -203,17 +205,18 @@ def scenario_both(a, tmp):
     print("both: profiler + plan runtime in one process; keys stable; output unchanged")
 
 
-def scenario_cxx(a, tmp):
-    nkp = os.path.join(tmp, "cxx.nkp")
-    run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp, "--", a.prog])
+def other_language(a, tmp, static_name, heap_prefix, lang):
+    nkp = os.path.join(tmp, "lang.nkp")
+    run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp,
+         "--", a.prog])
     rep = json.loads(run([a.numakit, "report", "--json", nkp]).stdout)
     vs = {v["kind"]: v for v in sorted(rep["variables"], key=lambda v: v["size"])
           if v["kind"] in ("static", "heap") and "pid" not in v["key"] and v["size"] >= 1 << 20}
     st, heap = vs.get("static"), vs.get("heap")
-    if not st or st["key"] != "static:%s:ns::grid" % os.path.basename(os.path.realpath(a.prog)):
-        fail("no static ns::grid in the report: %s" % st)
-    if not heap or not heap["key"].startswith("heap:libstdc++"):
-        fail("no std::vector site through libstdc++ in the report: %s" % heap)
+    if not st or st["key"] != "static:%s:%s" % (os.path.basename(os.path.realpath(a.prog)), static_name):
+        fail("no static %s in the report: %s" % (static_name, st))
+    if not heap or not heap["key"].startswith(heap_prefix):
+        fail("no heap site %s... in the report: %s" % (heap_prefix, heap))
     base = run([a.prog]).stdout
     entries = [{"variable": v["name"], "key": v["key"], "policy": "bind:nodes=0", "when": "alloc"} for v in (st, heap)]
     p, lines = run_plan(a.numakit, a.prog, tmp, entries)
@@ -223,7 +226,15 @@ def scenario_cxx(a, tmp):
         if len(matched(lines, v["key"], what)) != 1:
             fail("%s not matched:\n%s" % (v["key"], "\n".join(lines)))
     check_summary(p, 2, 2, [])
-    print("cxx: %s and %s matched; output unchanged" % (st["key"], heap["key"]))
+    print("%s: %s and %s matched; output unchanged" % (lang, st["key"], heap["key"]))
+
+
+def scenario_cxx(a, tmp):
+    other_language(a, tmp, "ns::grid", "heap:libstdc++", "cxx")
+
+
+def scenario_fortran(a, tmp):
+    other_language(a, tmp, "__data_MOD_grid", "heap:" + os.path.basename(os.path.realpath(a.prog)) + "+", "fortran")
 
 
 def scenario_badplan(a, tmp):
