@@ -12,14 +12,24 @@
  * runtime-specific variables that would override or be overridden by them
  * (KMP_AFFINITY, GOMP_CPU_AFFINITY) are refused rather than silently lost:
  * see docs/threads.md, "numakit run --pin".
+ *
+ * --plan FILE loads and checks a placement plan (nk_advice_load,
+ * nk_advice_check: a bad plan stops here with status 2), takes its thread
+ * pinning through the --pin machinery unless --pin or --cpus were given,
+ * and preloads the plan runtime libnumakit_plan.so (preload/plan/), which
+ * applies the plan's per-variable policies inside the program: see
+ * docs/plan-runtime.md.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -28,6 +38,7 @@ const char cli_run_usage[] =
 	"usage: numakit run [--membind NODES | --interleave NODES | --weighted NODE=W,...\n"
 	"                    | --preferred NODE | --preferred-many NODES]\n"
 	"                   [--cpus CPUS | --pin SPEC [--threads N]]\n"
+	"                   [--plan FILE [--log FILE]]\n"
 	"                   [--dry-run [--fsroot DIR | --xml FILE | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
 	"\n"
@@ -49,6 +60,11 @@ const char cli_run_usage[] =
 	"                          OMP_NUM_THREADS (when unset) and the cpu set\n"
 	"  --threads N             team size for --pin (default: OMP_NUM_THREADS when\n"
 	"                          set, else one thread per cpu of SPEC)\n"
+	"  --plan FILE             apply placement plan FILE (numakit advise) inside the\n"
+	"                          program: its variables' policies and its pinning\n"
+	"                          (unless --pin or --cpus is given); a summary of what\n"
+	"                          was applied goes to stderr at exit\n"
+	"  --log FILE              with --plan: write one line per action to FILE\n"
 	"  --dry-run               check the options against the machine and print what\n"
 	"                          would be done, without running COMMAND\n"
 	"  --fsroot DIR, --xml FILE, --synthetic DESC, --machine FILE\n"
@@ -72,10 +88,192 @@ struct run_opts {
 	int threads; /* --threads, 0 = not given */
 	int dry_run;
 	struct cli_source src;
+	const char *plan;   /* --plan FILE */
+	const char *log;    /* --log FILE */
+	char *pin_owned;    /* --pin spec taken from the plan */
+	char *sharing_tmp;  /* temporary sharing matrix file of the plan's pinning */
 };
 
 enum { OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_WEIGHTED, OPT_PREFERRED, OPT_PREFERRED_MANY, OPT_CPUS,
-       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS };
+       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS, OPT_PLAN, OPT_LOG };
+
+#define PLAN_LIB "libnumakit_plan.so"
+
+static int has_plan_runtime(const char *dir, char *path, size_t cap)
+{
+	struct stat st;
+
+	if (!dir || !*dir || snprintf(path, cap, "%s/%s", dir, PLAN_LIB) >= (int)cap)
+		return 0;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Where libnumakit_plan.so is (as numakit cc finds the profiler runtime):
+ * next to the libnumakit this command runs with, the build tree when that
+ * libnumakit is the build tree's, the configured libdir, then the build tree
+ * this command was built in.  Into @p path; 0 when none has it.
+ */
+static int plan_runtime(char *path, size_t cap)
+{
+	char dir[PATH_MAX];
+	Dl_info info;
+
+	if (dladdr((void *)nk_version, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+		snprintf(dir, sizeof dir, "%s", info.dli_fname);
+		char *slash = strrchr(dir, '/');
+		if (slash) {
+			*slash = 0;
+			if (has_plan_runtime(dir, path, cap))
+				return 1;
+#if defined(NK_BUILD_LIBDIR) && defined(NK_PLAN_BUILD_DIR)
+			if (!strcmp(dir, NK_BUILD_LIBDIR) && has_plan_runtime(NK_PLAN_BUILD_DIR, path, cap))
+				return 1;
+#endif
+		}
+	}
+#ifdef NK_INSTALL_LIBDIR
+	if (has_plan_runtime(NK_INSTALL_LIBDIR, path, cap))
+		return 1;
+#endif
+#ifdef NK_PLAN_BUILD_DIR
+	if (has_plan_runtime(NK_PLAN_BUILD_DIR, path, cap))
+		return 1;
+#endif
+	return 0;
+}
+
+/*
+ * Load --plan and check it against @p m; take its pinning unless --pin or
+ * --cpus were given.  Status 2 for a bad plan (message printed).
+ */
+static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out)
+{
+	nk_error err = { 0, "" };
+	char *spec = NULL, *sharing = NULL;
+	int threads = 0, rc;
+
+	rc = nk_advice_load(o->plan, out, &err);
+	if (rc) {
+		/* the library's message names the file */
+		if (err.message[0])
+			cli_error("run", "--plan: %s", err.message);
+		else
+			cli_error("run", "--plan %s: %s", o->plan, nk_strerror(rc));
+		return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	rc = nk_advice_check(*out, m, &err);
+	if (rc) {
+		cli_error("run", "--plan %s does not fit this machine: %s", o->plan,
+			  err.message[0] ? err.message : nk_strerror(rc));
+		return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	rc = nk_advice_pin(*out, &spec, &threads, &sharing, &err);
+	if (rc) {
+		cli_error("run", "--plan %s: pinning: %s", o->plan, err.message[0] ? err.message : nk_strerror(rc));
+		return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	if (!spec)
+		goto out;
+	if (o->pin || o->ncpus) {
+		fprintf(stderr, "numakit run: %s given: the plan's pinning (%s) is not used\n", o->pin ? "--pin" : "--cpus",
+			spec);
+		goto out;
+	}
+	/* The user pins the OpenMP threads already: theirs wins, as --pin's would (--pin refuses these). */
+	static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY", "GOMP_CPU_AFFINITY" };
+	for (size_t i = 0; i < sizeof omp_vars / sizeof omp_vars[0]; i++) {
+		const char *v = getenv(omp_vars[i]);
+		if (v && *v) {
+			fprintf(stderr, "numakit run: %s=%s is set: the plan's pinning (%s) is not used\n", omp_vars[i], v,
+				spec);
+			goto out;
+		}
+	}
+	if (sharing) {
+		const char *tmp = getenv("TMPDIR");
+		char path[PATH_MAX];
+		int fd;
+		size_t len = strlen(sharing);
+
+		snprintf(path, sizeof path, "%s/numakit-plan-sharing-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		fd = mkstemp(path);
+		if (fd < 0 || write(fd, sharing, len) != (ssize_t)len || close(fd)) {
+			cli_error("run", "cannot write the plan's sharing matrix to %s: %s", path, strerror(errno));
+			if (fd >= 0)
+				unlink(path);
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+		o->sharing_tmp = strdup(path);
+		if (asprintf(&o->pin_owned, "sharing:%s", path) < 0)
+			o->pin_owned = NULL;
+	} else {
+		o->pin_owned = spec;
+		spec = NULL;
+	}
+	if (!o->pin_owned) {
+		cli_error("run", "out of memory");
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	o->pin = o->pin_owned;
+	if (!o->threads && threads > 0 && !getenv("OMP_NUM_THREADS"))
+		o->threads = threads;
+out:
+	free(spec);
+	free(sharing);
+	return rc;
+}
+
+/* Environment of the plan runtime: NK_PLAN, NK_PLAN_LOG (emptied now), LD_PRELOAD with the runtime last. */
+static int export_plan(const struct run_opts *o)
+{
+	char lib[PATH_MAX], plan[PATH_MAX], log[PATH_MAX];
+	const char *old = getenv("LD_PRELOAD");
+	char *preload = NULL;
+
+	if (!plan_runtime(lib, sizeof lib)) {
+		cli_error("run", "cannot find %s next to libnumakit"
+#ifdef NK_INSTALL_LIBDIR
+			  ", in " NK_INSTALL_LIBDIR
+#endif
+#ifdef NK_PLAN_BUILD_DIR
+			  " or in the build tree " NK_PLAN_BUILD_DIR
+#endif
+			  " (is numakit installed completely?)", PLAN_LIB);
+		return CLI_EXIT_FAIL;
+	}
+	if (!realpath(o->plan, plan)) {
+		cli_error("run", "--plan %s: %s", o->plan, strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	if (o->log) {
+		int fd = open(o->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			cli_error("run", "--log %s: %s", o->log, strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
+		close(fd);
+		if (!realpath(o->log, log)) {
+			cli_error("run", "--log %s: %s", o->log, strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
+	}
+	/* Appended: a profiler runtime already in LD_PRELOAD (re-profiling a planned run) stays first. */
+	if (old && *old ? asprintf(&preload, "%s:%s", old, lib) < 0 : !(preload = strdup(lib))) {
+		cli_error("run", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	if (setenv("NK_PLAN", plan, 1) || (o->log ? setenv("NK_PLAN_LOG", log, 1) : unsetenv("NK_PLAN_LOG")) ||
+	    setenv("LD_PRELOAD", preload, 1)) {
+		cli_error("run", "cannot set the plan runtime's environment: %s", strerror(errno));
+		free(preload);
+		return CLI_EXIT_FAIL;
+	}
+	free(preload);
+	return 0;
+}
 
 /* A list option into a malloc'ed array; message printed on failure. */
 static int parse_ids(const char *opt, const char *text, int **out, size_t *n)
@@ -383,7 +581,8 @@ static void print_plan(const struct run_opts *o, const struct pin_plan *pp, char
 
 		if (order)
 			nk_placement_format(pp->pl, order, (size_t)nk_placement_format(pp->pl, NULL, 0) + 1);
-		printf("placement: %s, %d thread%s%s\n", o->pin, n, n == 1 ? "" : "s",
+		printf("placement: %s, %d thread%s%s\n", o->sharing_tmp ? "sharing (the plan's matrix)" : o->pin, n,
+		       n == 1 ? "" : "s",
 		       nk_placement_oversubscribed(pp->pl) ? " (oversubscribed: some cpus run several threads)" : "");
 		printf("thread cpus: %s\n", order ? order : "?");
 		free(order);
@@ -416,11 +615,14 @@ int cli_cmd_run(int argc, char **argv)
 		{ "xml", required_argument, NULL, OPT_XML },
 		{ "synthetic", required_argument, NULL, OPT_SYNTHETIC },
 		{ "machine", required_argument, NULL, OPT_MACHINE },
+		{ "plan", required_argument, NULL, OPT_PLAN },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
 	struct pin_plan pp = { 0 };
+	nk_advice *plan = NULL;
 	nk_machine *m = NULL;
 	nk_error err = { 0, "" };
 	unsigned flags;
@@ -468,6 +670,12 @@ int cli_cmd_run(int argc, char **argv)
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
 			break;
+		case OPT_PLAN:
+			o.plan = optarg;
+			break;
+		case OPT_LOG:
+			o.log = optarg;
+			break;
 		case OPT_FSROOT:
 			rc = cli_source_set(&o.src, "run", NK_SOURCE_FSROOT, "--fsroot", optarg);
 			break;
@@ -503,6 +711,10 @@ int cli_cmd_run(int argc, char **argv)
 		rc = cli_usage_error("run", "--threads needs --pin");
 		goto out;
 	}
+	if (o.log && !o.plan) {
+		rc = cli_usage_error("run", "--log needs --plan");
+		goto out;
+	}
 	if (o.src.kind >= 0 && !o.dry_run) {
 		rc = cli_usage_error("run", "%s needs --dry-run: a policy can only be set on this machine", o.src.opt);
 		goto out;
@@ -511,8 +723,15 @@ int cli_cmd_run(int argc, char **argv)
 	if (rc)
 		goto out;
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
-	if (o.pin && (rc = prepare_pin(&o, m, &pp)))
+	if (o.plan && (rc = prepare_plan(&o, m, &plan)))
 		goto out;
+	if (o.pin) {
+		rc = prepare_pin(&o, m, &pp);
+		if (o.sharing_tmp) /* read by nk_placement_build: not needed any more */
+			unlink(o.sharing_tmp);
+		if (rc)
+			goto out;
+	}
 	if (o.kind >= 0) {
 		rc = nk_process_set_policy(m, o.kind, o.nodes, o.weights, o.n, flags, &err);
 		if (rc) {
@@ -531,10 +750,15 @@ int cli_cmd_run(int argc, char **argv)
 	}
 	if (o.dry_run) {
 		print_plan(&o, &pp, cmd);
+		if (plan)
+			printf("plan: %s, %zu entr%s (applied by %s inside the program)\n", o.plan,
+			       nk_advice_num_entries(plan), nk_advice_num_entries(plan) == 1 ? "y" : "ies", PLAN_LIB);
 		rc = cli_finish_stdout("run", CLI_EXIT_OK);
 		goto out;
 	}
 	if (pp.pl && (rc = export_pin(&pp)))
+		goto out;
+	if (plan && (rc = export_plan(&o)))
 		goto out;
 	nk_machine_free(m);
 	m = NULL;
@@ -549,5 +773,8 @@ out:
 	free(o.cpus);
 	free(pp.places);
 	nk_placement_free(pp.pl);
+	nk_advice_free(plan);
+	free(o.pin_owned);
+	free(o.sharing_tmp);
 	return rc;
 }

@@ -1423,7 +1423,9 @@ NK_API int nk_profile_active(void);
 /**
  * Begin phase @p name (at most 63 bytes are kept); the previous phase ends.
  * Samples carry the phase current in the process, and `numakit report`
- * (and `numakit advise`) show and use phases separately.
+ * (and `numakit advise`) show and use phases separately.  Under
+ * `numakit run --plan`, the plan's entries for phase @p name are applied
+ * (their pages migrated) before this returns.
  * Errors: NK_EINVAL (NULL or empty name), NK_ERANGE (more than 65535 phases).
  */
 NK_API int nk_profile_phase(const char *name);
@@ -1440,7 +1442,9 @@ NK_API int nk_profile_stop(void);
 /**
  * Give [addr, addr+len) a name for reports (e.g. "A" for a heap array that
  * would otherwise be known by its allocation site).  NUMA arrays are named
- * by numakit itself.  Errors: NK_EINVAL.
+ * by numakit itself.  Under `numakit run --plan`, the plan's entries for
+ * key "name:NAME" apply to the whole pages of the range (at once for "alloc"
+ * entries, migrating).  Errors: NK_EINVAL.
  */
 NK_API int nk_profile_name(const void *addr, size_t len, const char *name);
 
@@ -1591,6 +1595,18 @@ NK_API int nk_advice_check(const nk_advice *a, const nk_machine *m, nk_error *er
  * NK_ENOENT (no such variable in the profile), NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char *policy, nk_error *err);
+/**
+ * The plan's thread pinning as `numakit run --pin` would take it.  *spec:
+ * malloc'ed "compact", "scatter", "sharing" (the matrix is then in
+ * *sharing, malloc'ed, in the text format of nk_sharing_parse(); give it to
+ * --pin as sharing:FILE) or the cpus in thread order ("3,1,0,2"); NULL when
+ * the plan pins nothing (no pinning, strategy "none").  *threads: the team
+ * size the plan was made for, 0 unknown.  @p sharing and @p threads may be
+ * NULL.  Errors: NK_EINVAL (NULL plan or spec, a "sharing" or "cpus" pinning
+ * without its matrix or list, an unknown strategy), NK_ENOMEM; nothing is
+ * returned then.
+ */
+NK_API int nk_advice_pin(const nk_advice *a, char **spec, int *threads, char **sharing, nk_error *err);
 /** Number of variable entries. */
 NK_API size_t nk_advice_num_entries(const nk_advice *a);
 NK_API void nk_advice_free(nk_advice *a);

@@ -1,0 +1,756 @@
+/*
+ * libnumakit_plan.so runtime core (plan.h): the plan, the machine, statics,
+ * applying entries, phases, the first thread, the log and the summary.
+ *
+ * Entries are grouped by key (one group per distinct key; a key may have an
+ * at-allocation entry and entries for later phases).  A group is matched by
+ * a static resolved at start (or after a dlopen) or by heap blocks served by
+ * alloc.c.  Applying an entry builds the nk_plan of its policy over the
+ * variable's pages and calls nk_apply(flags 0): untouched pages get the
+ * policy for their first touch (mbind), resident ones are migrated.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "advise/aplan.h"
+#include "plan.h"
+
+uint64_t nkpl_page_size;
+
+static struct {
+	int active;        /* plan loaded, machine known */
+	int heap;          /* some group is a heap key */
+	pid_t pid;         /* the process that loaded the plan (children after fork print no summary) */
+	int log_fd;        /* -1 none */
+	nk_advice *plan;
+	nk_machine *m;
+	nk_policy **pol;   /* per entry, NULL for "none" / "pages" / unparsable */
+	uint64_t *matched; /* per entry: variable instances seen */
+	uint64_t *applied; /* per entry: successful applications */
+	uint64_t *failed;  /* per entry: failed applications */
+	int *group;        /* per entry: its key group */
+	char **gkey;       /* per group: the key */
+	int *gheap;        /* per group: 1 heap key */
+	uintptr_t *saddr;  /* per group: static's address (0 unresolved) */
+	uint64_t *ssize;
+	size_t n_groups;
+	atomic_int first_thread_done;
+	char phase[128];   /* current phase, "" none */
+} st = { .log_fd = -1 };
+
+static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+int nkpl_busy(void)
+{
+	return busy;
+}
+void nkpl_enter(void)
+{
+	busy++;
+}
+void nkpl_leave(void)
+{
+	busy--;
+}
+
+int nkpl_heap_active(void)
+{
+	return st.heap;
+}
+
+/* ---------------------------------------------------------------- log */
+
+void nkpl_log(const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+	int n, k;
+
+	if (st.log_fd < 0)
+		return;
+	n = snprintf(buf, sizeof buf, "[%d] ", (int)getpid());
+	va_start(ap, fmt);
+	k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	n += k;
+	if ((size_t)n > sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	(void)!write(st.log_fd, buf, (size_t)n);
+}
+
+/* Without a log, the few messages that matter (the plan could not be used) go to stderr. */
+static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void complain(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n = snprintf(buf, sizeof buf, "numakit run --plan: ");
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	n += k;
+	if ((size_t)n > sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	nkpl_log("%.*s", n, buf);
+	buf[n++] = '\n';
+	(void)!write(2, buf, (size_t)n);
+}
+
+/* ---------------------------------------------------------------- loaded objects */
+
+#define MAX_OBJS 512
+static struct nkpl_obj objs[MAX_OBJS];
+static char obj_names[MAX_OBJS][256];
+static char obj_paths[MAX_OBJS][PATH_MAX];
+static size_t n_objs;
+
+static int objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	char path[PATH_MAX];
+	const char *name = info->dlpi_name;
+	if (n_objs >= MAX_OBJS)
+		return 1;
+	if (!name || !*name) {
+		/* the main program (or the vdso, which has a name): its real file, as /proc/PID/maps shows it */
+		ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
+		if (k <= 0 || n_objs) /* only the first unnamed object is the program */
+			return 0;
+		path[k] = 0;
+	} else if (!realpath(name, path)) {
+		return 0; /* no file (the vdso): its frames are not in a file mapping either */
+	}
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (a < lo)
+			lo = a;
+		if (b > hi)
+			hi = b;
+	}
+	if (lo >= hi)
+		return 0;
+	struct nkpl_obj *o = &objs[n_objs];
+	snprintf(obj_paths[n_objs], sizeof obj_paths[0], "%s", path);
+	snprintf(obj_names[n_objs], sizeof obj_names[0], "%s", nkpl_basename(path));
+	o->name = obj_names[n_objs];
+	o->bias = info->dlpi_addr;
+	o->lo = lo;
+	o->hi = hi;
+	o->runtime = nkpl_is_runtime_name(o->name);
+	n_objs++;
+	return 0;
+}
+
+/* obj_lock held. */
+static void scan_objects(void)
+{
+	n_objs = 0;
+	dl_iterate_phdr(objs_cb, NULL);
+}
+
+static atomic_int objs_dirty;
+
+/*
+ * 1 when the caller's return address @p ra rules every heap key out: it lies in one of the
+ * program's objects (not a runtime's) and no key starts with its frame.  obj_lock held.
+ */
+static int ruled_out(uintptr_t ra)
+{
+	char first[NKPL_KEY_MAX];
+	const struct nkpl_obj *o = ra > 1 ? nkpl_obj_of(objs, n_objs, ra - 1) : NULL;
+	if (!o || o->runtime)
+		return 0; /* unknown, or called through the profiler's interposer: unwind */
+	int k = snprintf(first, sizeof first, "heap:%s+0x%llx", o->name, (unsigned long long)(ra - 1 - o->bias));
+	if (k < 0 || (size_t)k >= sizeof first)
+		return 0;
+	for (size_t g = 0; g < st.n_groups; g++) {
+		const char *key = st.gkey[g];
+		if (st.gheap[g] && !strncmp(key, first, (size_t)k) && (key[k] == ';' || !key[k]))
+			return 0;
+	}
+	return 1;
+}
+
+int nkpl_in_runtime(uintptr_t ra)
+{
+	pthread_mutex_lock(&obj_lock);
+	const struct nkpl_obj *o = ra > 1 ? nkpl_obj_of(objs, n_objs, ra - 1) : NULL;
+	int r = o && o->runtime;
+	pthread_mutex_unlock(&obj_lock);
+	return r;
+}
+
+int nkpl_site_group(uintptr_t ra)
+{
+	void *fr[40];
+	uintptr_t ips[40];
+	char key[NKPL_KEY_MAX];
+	int n, g = -1;
+
+	pthread_mutex_lock(&obj_lock);
+	if (atomic_exchange(&objs_dirty, 0))
+		scan_objects();
+	if (ruled_out(ra)) {
+		pthread_mutex_unlock(&obj_lock);
+		return -1;
+	}
+	pthread_mutex_unlock(&obj_lock);
+	n = backtrace(fr, 40);
+	for (int i = 0; i < n; i++)
+		ips[i] = (uintptr_t)fr[i];
+	pthread_mutex_lock(&obj_lock);
+	int frames = nkpl_key_format(ips, (size_t)n, objs, n_objs, key, sizeof key);
+	pthread_mutex_unlock(&obj_lock);
+	if (!frames)
+		return -1;
+	for (size_t i = 0; i < st.n_groups; i++)
+		if (st.gheap[i] && !strcmp(st.gkey[i], key)) {
+			g = (int)i;
+			break;
+		}
+	return g;
+}
+
+/* ---------------------------------------------------------------- applying */
+
+static const char *when_name(int w)
+{
+	return w == NK__WHEN_ALLOC ? "alloc" : w == NK__WHEN_FIRST_PARALLEL ? "first-parallel" : "phase";
+}
+
+static int apply_one(const nk_policy *p, uintptr_t lo, uintptr_t hi, nk_apply_result *sum, nk_error *err)
+{
+	nk_region r = { .addr = (void *)lo, .len = hi - lo };
+	nk_plan *pl = NULL;
+	nk_apply_result res;
+	/*
+	 * Per-page policies need base pages: with transparent huge pages a fault fills 2 MiB on one
+	 * node (the kernel interleaves huge pages, not pages), and in the 4n-slit guest half of a
+	 * static's pages were faulted as huge pages while nk_apply worked on it and could not be moved
+	 * (failed 1152 of 2047).  One node for the whole range keeps its huge pages.  Errors ignored:
+	 * a kernel without THP has nothing to turn off.
+	 */
+	if (nk_policy_kind(p) != NK_POLICY_BIND)
+		(void)madvise((void *)lo, hi - lo, MADV_NOHUGEPAGE);
+	int rc = nk_plan_build(st.m, p, &r, &pl, err);
+	if (!rc)
+		rc = nk_apply(st.m, pl, (void *)lo, 0, &res, err);
+	nk_plan_free(pl);
+	if (!rc) {
+		sum->pages += res.pages;
+		sum->pages_untouched += res.pages_untouched;
+		sum->pages_in_place += res.pages_in_place;
+		sum->pages_moved += res.pages_moved;
+		sum->pages_fallback += res.pages_fallback;
+		sum->pages_failed += res.pages_failed;
+	}
+	return rc;
+}
+
+/*
+ * Apply entry @p e to the variable instance [addr, addr + len); [plo, phi) are the pages the
+ * runtime may change (whole pages: shared edge pages of a static are left alone).  apply_lock held.
+ */
+static void apply_entry(size_t e, const char *what, uintptr_t addr, uint64_t len, uintptr_t plo, uintptr_t phi)
+{
+	struct nk__aplan_entry *en = &st.plan->entries[e];
+	nk_apply_result sum;
+	nk_error err = { 0, "" };
+	int rc = 0;
+
+	memset(&sum, 0, sizeof sum);
+	st.matched[e]++;
+	if (!strcmp(en->policy, "none")) {
+		nkpl_log("match %s %s at %#lx size %llu policy none (%s): left as it is", what, en->key,
+			 (unsigned long)addr, (unsigned long long)len, when_name(en->when));
+		st.applied[e]++;
+		return;
+	}
+	if (plo >= phi) {
+		nkpl_log("match %s %s at %#lx size %llu policy %s (%s): no whole page to place", what, en->key,
+			 (unsigned long)addr, (unsigned long long)len, en->policy, when_name(en->when));
+		st.failed[e]++;
+		return;
+	}
+	nkpl_enter();
+	if (!strcmp(en->policy, "pages")) {
+		uint64_t eps = en->page_size ? en->page_size : nkpl_page_size;
+		for (size_t i = 0; i < en->n_ranges && !rc; i++) {
+			uintptr_t a, b;
+			char text[64];
+			nk_policy *p = NULL;
+			nkpl_range_bytes(addr, en->ranges[i].first, en->ranges[i].count, eps, plo, phi, nkpl_page_size,
+					 &a, &b);
+			if (a >= b)
+				continue;
+			snprintf(text, sizeof text, "bind:nodes=%d", en->ranges[i].node);
+			rc = nk_policy_parse(text, &p, &err);
+			if (!rc)
+				rc = apply_one(p, a, b, &sum, &err);
+			nk_policy_free(p);
+		}
+	} else if (st.pol[e]) {
+		rc = apply_one(st.pol[e], plo, phi, &sum, &err);
+	} else {
+		rc = NK_EINVAL;
+		snprintf(err.message, sizeof err.message, "policy %s could not be parsed", en->policy);
+	}
+	nkpl_leave();
+	if (rc) {
+		st.failed[e]++;
+		nkpl_log("error %s %s at %#lx size %llu policy %s (%s): %s; left as it was", what, en->key,
+			 (unsigned long)addr, (unsigned long long)len, en->policy, when_name(en->when),
+			 err.message[0] ? err.message : nk_strerror(rc));
+		return;
+	}
+	st.applied[e]++;
+	nkpl_log("match %s %s at %#lx size %llu policy %s (%s%s%s): pages %zu placed %zu moved %zu in_place %zu "
+		 "fallback %zu failed %zu",
+		 what, en->key, (unsigned long)addr, (unsigned long long)len, en->policy, when_name(en->when),
+		 en->phase ? " " : "", en->phase ? en->phase : "", sum.pages, sum.pages_untouched, sum.pages_moved,
+		 sum.pages_in_place, sum.pages_fallback, sum.pages_failed);
+}
+
+/* Entries of group @p g due now: at allocation, or later ones whose moment has passed / is current. */
+static int due(const struct nk__aplan_entry *en, int at_birth)
+{
+	if (en->when == NK__WHEN_ALLOC)
+		return at_birth;
+	if (en->when == NK__WHEN_FIRST_PARALLEL)
+		return at_birth && atomic_load(&st.first_thread_done);
+	return at_birth && st.phase[0] && en->phase && !strcmp(en->phase, st.phase);
+}
+
+void nkpl_block_born(int group, void *addr, size_t len, int how)
+{
+	if (!st.active || group < 0 || (size_t)group >= st.n_groups)
+		return;
+	pthread_mutex_lock(&apply_lock);
+	for (size_t e = 0; e < st.plan->n_entries; e++)
+		if (st.group[e] == group && due(&st.plan->entries[e], 1))
+			apply_entry(e, how == NKPL_REALLOC ? "realloc" : how == NKPL_MMAP ? "mmap" : "heap", (uintptr_t)addr, len,
+				    (uintptr_t)addr,
+				    (uintptr_t)addr + len);
+	pthread_mutex_unlock(&apply_lock);
+}
+
+/* "0:12 1:12 untouched:3": where the pages of [lo, hi) are. */
+static void where_text(uintptr_t lo, uintptr_t hi, char *buf, size_t cap)
+{
+	int nn = nk_machine_num_nodes(st.m);
+	size_t counts[257], used = 0;
+
+	buf[0] = 0;
+	if (nn <= 0 || nn > 256 || lo >= hi || nk_where(st.m, (void *)lo, hi - lo, NULL, counts)) {
+		snprintf(buf, cap, "unknown");
+		return;
+	}
+	for (int i = 0; i <= nn && used < cap; i++) {
+		if (!counts[i])
+			continue;
+		int k = i < nn ? snprintf(buf + used, cap - used, "%s%d:%zu", used ? " " : "", nk_machine_node_id(st.m, i),
+					  counts[i])
+			       : snprintf(buf + used, cap - used, "%suntouched:%zu", used ? " " : "", counts[i]);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+}
+
+void nkpl_block_dies(int group, void *addr, size_t len, int how)
+{
+	char w[512];
+	if (!st.active || st.log_fd < 0 || group < 0 || (size_t)group >= st.n_groups)
+		return;
+	where_text((uintptr_t)addr, (uintptr_t)addr + len, w, sizeof w);
+	nkpl_log("%s %s at %#lx size %zu: pages per node %s", how == NKPL_MMAP ? "unmap" : "free heap", st.gkey[group],
+		 (unsigned long)addr, len, w);
+}
+
+struct each_arg {
+	size_t e;
+};
+
+static void apply_block(void *addr, size_t len, void *arg)
+{
+	const struct each_arg *a = arg;
+	apply_entry(a->e, "heap", (uintptr_t)addr, len, (uintptr_t)addr, (uintptr_t)addr + len);
+}
+
+/* Entry @p e applies now (first thread, phase): to its static and to every live block.  apply_lock held. */
+static void apply_now(size_t e)
+{
+	int g = st.group[e];
+	if (st.saddr[g]) {
+		uintptr_t lo, hi;
+		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
+		apply_entry(e, strncmp(st.gkey[g], "name:", 5) ? "static" : "named", st.saddr[g], st.ssize[g], lo, hi);
+	} else if (st.gheap[g]) {
+		struct each_arg a = { e };
+		nkpl_alloc_each(g, apply_block, &a);
+	}
+}
+
+/* ---------------------------------------------------------------- statics */
+
+/* Resolve the static groups not resolved yet; apply their at-start entries.  apply_lock held. */
+static void resolve_statics(void)
+{
+	pthread_mutex_lock(&obj_lock);
+	scan_objects();
+	for (size_t g = 0; g < st.n_groups; g++) {
+		const char *k = st.gkey[g];
+		if (st.saddr[g] || strncmp(k, "static:", 7))
+			continue;
+		const char *obj = k + 7, *colon = strchr(obj, ':');
+		if (!colon || !colon[1])
+			continue; /* "static:OBJ": a whole segment, not a variable; reported never matched */
+		size_t ol = (size_t)(colon - obj);
+		for (size_t i = 0; i < n_objs; i++) {
+			uint64_t value = 0, size = 0;
+			const char *why = NULL;
+			if (strlen(objs[i].name) != ol || strncmp(objs[i].name, obj, ol))
+				continue;
+			/* C++: the analysis shows demangled names; libstdc++ is loaded in a C++ program */
+			nkpl_demangle_fn dm = (nkpl_demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+			if (nkpl_elf_symbol(obj_paths[i], colon + 1, dm, &value, &size, &why)) {
+				nkpl_log("error static %s: %s: %s", k, obj_paths[i], why);
+				break;
+			}
+			st.saddr[g] = objs[i].bias + (uintptr_t)value;
+			st.ssize[g] = size;
+			if (st.log_fd >= 0) {
+				uintptr_t lo, hi;
+				char w[512];
+				nkpl_inner_pages(st.saddr[g], size, nkpl_page_size, &lo, &hi);
+				where_text(lo, hi, w, sizeof w);
+				nkpl_log("static %s resolved: %s at %#lx size %llu; whole pages per node now %s", k,
+					 obj_paths[i], (unsigned long)st.saddr[g], (unsigned long long)size, w);
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&obj_lock);
+	for (size_t e = 0; e < st.plan->n_entries; e++) {
+		int g = st.group[e];
+		if (!st.saddr[g] || st.matched[e] || strncmp(st.gkey[g], "static:", 7))
+			continue;
+		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		if (en->when == NK__WHEN_ALLOC || due(en, 1)) {
+			uintptr_t lo, hi;
+			nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
+			apply_entry(e, "static", st.saddr[g], st.ssize[g], lo, hi);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- phases, threads, dlopen */
+
+NKPL_API int nkplan_hook_phase(const char *name)
+{
+	if (!st.active || !name || nkpl_busy())
+		return 0;
+	pthread_mutex_lock(&apply_lock);
+	snprintf(st.phase, sizeof st.phase, "%s", name);
+	int any = 0;
+	for (size_t e = 0; e < st.plan->n_entries; e++) {
+		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		if (en->when == NK__WHEN_PHASE && en->phase && !strcmp(en->phase, name)) {
+			if (!any)
+				nkpl_log("phase %s", name);
+			any = 1;
+			apply_now(e);
+		}
+	}
+	pthread_mutex_unlock(&apply_lock);
+	return 0;
+}
+
+NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name)
+{
+	char key[300];
+	if (!st.active || !addr || !len || !name || nkpl_busy() ||
+	    snprintf(key, sizeof key, "name:%s", name) >= (int)sizeof key)
+		return 0;
+	pthread_mutex_lock(&apply_lock);
+	for (size_t g = 0; g < st.n_groups; g++) {
+		if (strcmp(st.gkey[g], key))
+			continue;
+		/* the latest range given the name is the variable (as the analysis attributes) */
+		st.saddr[g] = (uintptr_t)addr;
+		st.ssize[g] = len;
+		for (size_t e = 0; e < st.plan->n_entries; e++)
+			if (st.group[e] == (int)g && due(&st.plan->entries[e], 1)) {
+				uintptr_t lo, hi;
+				nkpl_inner_pages((uintptr_t)addr, len, nkpl_page_size, &lo, &hi);
+				apply_entry(e, "named", (uintptr_t)addr, len, lo, hi);
+			}
+	}
+	pthread_mutex_unlock(&apply_lock);
+	return 0;
+}
+
+/* The caller's object is one of numakit's runtimes (the profiler's flusher and sampler threads). */
+static int from_runtime(const void *ret)
+{
+	Dl_info info;
+	return dladdr(ret, &info) && info.dli_fname && nkpl_is_runtime_name(nkpl_basename(info.dli_fname));
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+NKPL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static pthread_create_fn real_create;
+	if (!real_create) {
+		nkpl_enter();
+		real_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		nkpl_leave();
+		if (!real_create)
+			return ENOSYS;
+	}
+	if (st.active && !nkpl_busy() && !atomic_load(&st.first_thread_done) &&
+	    !from_runtime(__builtin_return_address(0))) {
+		pthread_mutex_lock(&apply_lock);
+		if (!atomic_exchange(&st.first_thread_done, 1)) {
+			int any = 0;
+			for (size_t e = 0; e < st.plan->n_entries; e++)
+				if (st.plan->entries[e].when == NK__WHEN_FIRST_PARALLEL) {
+					if (!any)
+						nkpl_log("first thread created: first-parallel entries");
+					any = 1;
+					apply_now(e);
+				}
+		}
+		pthread_mutex_unlock(&apply_lock);
+	}
+	return real_create(th, attr, fn, arg);
+}
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+NKPL_API void *dlopen(const char *file, int mode)
+{
+	static dlopen_fn real_dlopen;
+	if (!real_dlopen) {
+		nkpl_enter();
+		real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+		nkpl_leave();
+		if (!real_dlopen)
+			return NULL;
+	}
+	void *h = real_dlopen(file, mode);
+	if (h && st.active && !nkpl_busy()) {
+		atomic_store(&objs_dirty, 1);
+		pthread_mutex_lock(&apply_lock);
+		resolve_statics();
+		pthread_mutex_unlock(&apply_lock);
+	}
+	return h;
+}
+
+/* ---------------------------------------------------------------- fork, exit */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&apply_lock);
+	pthread_mutex_lock(&obj_lock);
+	nkpl_alloc_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	nkpl_alloc_fork_parent();
+	pthread_mutex_unlock(&obj_lock);
+	pthread_mutex_unlock(&apply_lock);
+}
+
+static void fork_child(void)
+{
+	nkpl_alloc_fork_child();
+	pthread_mutex_init(&obj_lock, NULL);
+	pthread_mutex_init(&apply_lock, NULL);
+}
+
+static void summary(void)
+{
+	char buf[4096];
+	size_t n_applied = 0, used = 0;
+	int k;
+
+	if (!st.active || getpid() != st.pid)
+		return;
+	for (size_t e = 0; e < st.plan->n_entries; e++)
+		if (st.applied[e])
+			n_applied++;
+	k = snprintf(buf, sizeof buf, "numakit run --plan: %zu of %zu entries applied", n_applied, st.plan->n_entries);
+	used = k > 0 ? (size_t)k : 0;
+	const char *sep = "; never matched: ";
+	for (size_t e = 0; e < st.plan->n_entries && used < sizeof buf - 64; e++) {
+		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		if (st.matched[e])
+			continue;
+		k = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", sep, en->key,
+			     en->variable ? en->variable : "?");
+		used = k > 0 && (size_t)k < sizeof buf - used ? used + (size_t)k : sizeof buf - 64;
+		sep = ", ";
+	}
+	sep = "; failed: ";
+	for (size_t e = 0; e < st.plan->n_entries && used < sizeof buf - 64; e++) {
+		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		if (!st.matched[e] || st.applied[e])
+			continue;
+		k = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", sep, en->key,
+			     en->variable ? en->variable : "?");
+		used = k > 0 && (size_t)k < sizeof buf - used ? used + (size_t)k : sizeof buf - 64;
+		sep = ", ";
+	}
+	if (used >= sizeof buf - 1)
+		used = sizeof buf - 2;
+	for (size_t g = 0; g < st.n_groups && st.log_fd >= 0; g++) {
+		uintptr_t lo, hi;
+		char w[512];
+		if (!st.saddr[g] || strncmp(st.gkey[g], "static:", 7)) /* a named range may be gone */
+			continue;
+		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
+		nkpl_enter();
+		where_text(lo, hi, w, sizeof w);
+		nkpl_leave();
+		nkpl_log("exit static %s at %#lx size %llu: whole pages per node %s", st.gkey[g], (unsigned long)st.saddr[g],
+			 (unsigned long long)st.ssize[g], w);
+	}
+	nkpl_log("summary: %.*s", (int)used, buf);
+	for (size_t e = 0; e < st.plan->n_entries; e++)
+		nkpl_log("entry %zu %s (%s%s%s): matched %llu applied %llu failed %llu", e, st.plan->entries[e].key,
+			 when_name(st.plan->entries[e].when), st.plan->entries[e].phase ? " " : "",
+			 st.plan->entries[e].phase ? st.plan->entries[e].phase : "",
+			 (unsigned long long)st.matched[e], (unsigned long long)st.applied[e],
+			 (unsigned long long)st.failed[e]);
+	buf[used++] = '\n';
+	(void)!write(2, buf, used);
+}
+
+/* ---------------------------------------------------------------- start */
+
+static int setup(const char *path)
+{
+	nk_error err = { 0, "" };
+	int rc;
+	size_t ne;
+
+	rc = nk_advice_load(path, &st.plan, &err);
+	if (rc) {
+		complain("cannot load plan %s: %s; running without it", path, err.message[0] ? err.message : nk_strerror(rc));
+		return -1;
+	}
+	rc = nk_machine_load_live(&st.m, &err);
+	if (rc) {
+		complain("cannot discover this machine: %s; running without the plan",
+			 err.message[0] ? err.message : nk_strerror(rc));
+		return -1;
+	}
+	rc = nk_advice_check(st.plan, st.m, &err);
+	if (rc) {
+		complain("plan %s does not fit this machine: %s; running without it", path,
+			 err.message[0] ? err.message : nk_strerror(rc));
+		return -1;
+	}
+	nkpl_page_size = nk_machine_page_size(st.m);
+	if (!nkpl_page_size)
+		nkpl_page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	ne = st.plan->n_entries;
+	st.pol = calloc(ne + 1, sizeof *st.pol);
+	st.matched = calloc(ne + 1, sizeof *st.matched);
+	st.applied = calloc(ne + 1, sizeof *st.applied);
+	st.failed = calloc(ne + 1, sizeof *st.failed);
+	st.group = calloc(ne + 1, sizeof *st.group);
+	st.gkey = calloc(ne + 1, sizeof *st.gkey);
+	st.gheap = calloc(ne + 1, sizeof *st.gheap);
+	st.saddr = calloc(ne + 1, sizeof *st.saddr);
+	st.ssize = calloc(ne + 1, sizeof *st.ssize);
+	if (!st.pol || !st.matched || !st.applied || !st.failed || !st.group || !st.gkey || !st.gheap || !st.saddr ||
+	    !st.ssize) {
+		complain("out of memory; running without the plan");
+		return -1;
+	}
+	for (size_t e = 0; e < ne; e++) {
+		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		size_t g;
+		for (g = 0; g < st.n_groups; g++)
+			if (!strcmp(st.gkey[g], en->key))
+				break;
+		if (g == st.n_groups) {
+			st.gkey[g] = en->key;
+			st.gheap[g] = !strncmp(en->key, "heap:", 5);
+			st.n_groups++;
+			if (st.gheap[g])
+				st.heap = 1;
+		}
+		st.group[e] = (int)g;
+		if (strcmp(en->policy, "none") && strcmp(en->policy, "pages")) {
+			rc = nk_policy_parse(en->policy, &st.pol[e], &err);
+			if (rc)
+				nkpl_log("error entry %zu %s: policy %s: %s; it will not be applied", e, en->key, en->policy,
+					 err.message);
+		}
+		if (!strncmp(en->key, "name:", 5))
+			nkpl_log("entry %zu %s: applies when the program names the range (nk_profile_name)", e, en->key);
+	}
+	nkpl_log("plan %s: %zu entries, %zu keys, page size %llu", path, ne, st.n_groups,
+		 (unsigned long long)nkpl_page_size);
+	return 0;
+}
+
+__attribute__((constructor(101))) static void nkpl_init(void)
+{
+	const char *path = getenv("NK_PLAN"), *log = getenv("NK_PLAN_LOG");
+
+	nkpl_alloc_resolve();
+	if (!path || !*path)
+		return;
+	nkpl_enter();
+	if (log && *log) {
+		st.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (st.log_fd < 0)
+			complain("cannot open log %s: %s", log, strerror(errno));
+	}
+	st.pid = getpid();
+	if (setup(path)) {
+		nkpl_leave();
+		return;
+	}
+	void *fr[4];
+	(void)backtrace(fr, 4); /* loads the unwinder now, so later calls do not allocate */
+	pthread_mutex_lock(&apply_lock);
+	st.active = 1;
+	resolve_statics();
+	pthread_mutex_unlock(&apply_lock);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(summary);
+	nkpl_leave();
+}

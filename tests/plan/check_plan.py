@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Host tests of the plan runtime (preload/plan/, `numakit run --plan`).
+
+  check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB]
+
+Scenarios:
+  keys     profile plan_prog with `numakit profile`, take the keys of its
+           static array, its two heap sites and its mmap site from
+           `numakit report --json`,
+           write a plan naming them (and one unknown key), run plan_prog under
+           `numakit run --plan --log`: the log shows each variable matched
+           under the key the profile gave (the runtime computed the same key),
+           the unknown key is reported never matched, stdout is unchanged.
+  apply    the same plan with every kind of entry (alloc, first-parallel,
+           phase, pages, none, a range named with nk_profile_name) and a realloc'ed / reallocarray'ed tracked
+           block: every entry applied, pages placed, output unchanged.
+  both     re-profiling a planned run: LD_PRELOAD holds the profiler runtime,
+           `numakit run --plan` appends the plan runtime; both work.
+  cxx      (--prog plan_cxx) a C++ program: the namespaced static (mangled in
+           .symtab, demangled in the key) and a std::vector allocated through
+           libstdc++'s operator new are both matched; output unchanged.
+  fortran  (--prog plan_f) a Fortran program: a module array and an
+           allocatable are both matched; output unchanged.
+  badplan  a plan whose keys name no variable of the program (never matched,
+           logged), and (--plan-lib) the runtime preloaded by hand with a plan
+           it cannot parse or find: one message, the program runs unchanged.
+Exit 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, env=None, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    if check and p.returncode != 0:
+        fail("%s exited %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def keys_of(nk, prog, tmp):
+    nkp = os.path.join(tmp, "run.nkp")
+    run([nk, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp, "--", prog])
+    rep = json.loads(run([nk, "report", "--json", nkp]).stdout)
+    found = {}
+
+    def walk(o):
+        if isinstance(o, dict):
+            k = o.get("key")
+            name = o.get("name") or o.get("variable") or ""
+            if isinstance(k, str):
+                for want in ("make_heap", "make_other", "make_mapped", "grid"):
+                    if want in name and want not in found:
+                        found[want] = k
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(rep)
+    for want in ("make_heap", "make_other", "make_mapped", "grid"):
+        if want not in found:
+            fail("no variable %s in the report of %s" % (want, nkp))
+    if found["grid"] != "static:%s:grid" % os.path.basename(os.path.realpath(prog)):
+        fail("unexpected static key %s" % found["grid"])
+    for w in ("make_heap", "make_other", "make_mapped"):
+        if not found[w].startswith("heap:") or "pid" in found[w]:
+            fail("unexpected heap key %s for %s" % (found[w], w))
+    return found
+
+
+def plan_json(entries):
+    return json.dumps({"format": "numakit-plan", "version": 1, "program": "plan_prog", "entries": entries}, indent=1)
+
+
+def run_plan(nk, prog, tmp, entries, env=None, args=()):
+    path = os.path.join(tmp, "plan.json")
+    log = os.path.join(tmp, "plan.log")
+    with open(path, "w") as f:
+        f.write(plan_json(entries))
+    p = run([nk, "run", "--plan", path, "--log", log] + list(args) + ["--", prog], env=env)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    return p, lines
+
+
+def check_summary(p, applied, total, never):
+    summ = [l for l in p.stderr.splitlines() if l.startswith("numakit run --plan:")]
+    if len(summ) != 1:
+        fail("expected one summary line on stderr, got:\n" + p.stderr)
+    s = summ[0]
+    if not s.startswith("numakit run --plan: %d of %d entries applied" % (applied, total)):
+        fail("summary: " + s)
+    for k in never:
+        if "never matched: " not in s or k not in s.split("never matched: ", 1)[1]:
+            fail("summary does not name %s as never matched: %s" % (k, s))
+    return s
+
+
+def matched(lines, key, what, policy=None):
+    hits = [l for l in lines if (" match %s %s at " % (what, key)) in l and (policy is None or (" policy %s " % policy) in l)]
+    return hits
+
+
+def scenario_keys(a, tmp):
+    keys = keys_of(a.numakit, a.prog, tmp)
+    base = run([a.prog]).stdout
+    unknown = "heap:plan_prog+0x1;libc.so.6+0x2"
+    entries = [
+        {"variable": "grid", "key": keys["grid"], "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "make_heap", "key": keys["make_heap"], "policy": "cyclic:nodes=0", "when": "alloc"},
+        {"variable": "make_other", "key": keys["make_other"], "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "make_mapped", "key": keys["make_mapped"], "policy": "cyclic:nodes=0", "when": "alloc"},
+        {"variable": "ghost", "key": unknown, "policy": "bind:nodes=0", "when": "alloc"},
+    ]
+    p, lines = run_plan(a.numakit, a.prog, tmp, entries)
+    if p.stdout != base:
+        fail("output changed under the plan:\n%s\nvs\n%s" % (p.stdout, base))
+    for w, what in (("grid", "static"), ("make_heap", "heap"), ("make_other", "heap"), ("make_mapped", "mmap")):
+        h = matched(lines, keys[w], what)
+        if len(h) != 1:
+            fail("%s (%s) matched %d times, log:\n%s" % (w, keys[w], len(h), "\n".join(lines)))
+        if " failed 0" not in h[0]:
+            fail("pages failed: " + h[0])
+    if not any(("] unmap %s " % keys["make_mapped"]) in l for l in lines):
+        fail("the munmap of the mapped array was not seen:\n" + "\n".join(lines))
+    check_summary(p, 4, 5, [unknown])
+    print("keys: static %s, heap %s and %s, mmap %s matched; output unchanged" %
+          (keys["grid"], keys["make_heap"], keys["make_other"], keys["make_mapped"]))
+
+
+def scenario_apply(a, tmp):
+    keys = keys_of(a.numakit, a.prog, tmp)
+    base = run([a.prog]).stdout
+    entries = [
+        {"variable": "grid", "key": keys["grid"], "policy": "cyclic:nodes=0", "when": "alloc"},
+        {"variable": "grid", "key": keys["grid"], "policy": "pages", "when": "first-parallel", "page_size": 4096,
+         "pages": [[0, 16, 0], [100, 50, 0]]},
+        {"variable": "make_heap", "key": keys["make_heap"], "policy": "block:nodes=0", "when": "alloc"},
+        {"variable": "make_heap", "key": keys["make_heap"], "policy": "bind:nodes=0", "when": "phase", "phase": "grow"},
+        {"variable": "make_other", "key": keys["make_other"], "policy": "none", "when": "alloc"},
+        {"variable": "make_other", "key": keys["make_other"], "policy": "bind:nodes=0", "when": "first-parallel"},
+        {"variable": "other", "key": "name:other", "policy": "bind:nodes=0", "when": "alloc"},
+    ]
+    p, lines = run_plan(a.numakit, a.prog, tmp, entries)
+    if p.stdout != base:
+        fail("output changed under the plan:\n%s\nvs\n%s" % (p.stdout, base))
+    log = "\n".join(lines)
+    if len(matched(lines, keys["grid"], "static", "pages")) != 1:
+        fail("pages entry of grid not applied once:\n" + log)
+    if not any("first thread created" in l for l in lines) or not any(" phase grow" in l for l in lines):
+        fail("first-thread / phase applications not logged:\n" + log)
+    # make_heap: block at allocation, then bind in phase grow (the block is live then)
+    if len(matched(lines, keys["make_heap"], "heap", "block:nodes=0")) != 1 or \
+            len(matched(lines, keys["make_heap"], "heap", "bind:nodes=0")) != 1:
+        fail("make_heap entries:\n" + log)
+    if len(matched(lines, keys["make_heap"], "realloc")) < 1:
+        fail("the grown block did not keep its placement (no realloc line):\n" + log)
+    if len(matched(lines, keys["make_other"], "heap", "none")) != 1:
+        fail("make_other none entry:\n" + log)
+    if any(l.split("] ", 1)[1].startswith("error") for l in lines):
+        fail("errors in the log:\n" + log)
+    if len(matched(lines, "name:other", "named", "bind:nodes=0")) != 1:
+        fail("the range named by nk_profile_name was not matched:\n" + log)
+    check_summary(p, 7, 7, [])
+    print("apply: 7 of 7 entries applied (alloc, first-parallel, phase, pages, none, named); output unchanged")
+
+
+def scenario_both(a, tmp):
+    if not a.prof_lib:
+        print("SKIP: no profiler runtime given")
+        sys.exit(77)
+    keys = keys_of(a.numakit, a.prog, tmp)
+    base = run([a.prog]).stdout
+    entries = [
+        {"variable": "grid", "key": keys["grid"], "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "make_heap", "key": keys["make_heap"], "policy": "cyclic:nodes=0", "when": "alloc"},
+    ]
+    path = os.path.join(tmp, "plan.json")
+    log = os.path.join(tmp, "plan.log")
+    with open(path, "w") as f:
+        f.write(plan_json(entries))
+    nkp = os.path.join(tmp, "again.nkp")
+    # numakit profile puts the profiler first in LD_PRELOAD; run --plan appends the plan runtime.
+    p = run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o",
+             nkp, "--", a.numakit, "run", "--plan", path, "--log", log, "--", a.prog])
+    if p.stdout != base:
+        fail("output changed when profiled under the plan:\n%s\nvs\n%s" % (p.stdout, base))
+    with open(log) as f:
+        lines = f.read().splitlines()
+    for w, what in (("grid", "static"), ("make_heap", "heap")):
+        if len(matched(lines, keys[w], what)) != 1:
+            fail("%s not matched with both runtimes:\n%s" % (w, "\n".join(lines)))
+    rep = run([a.numakit, "report", "--json", nkp]).stdout
+    if keys["make_heap"] not in rep or keys["grid"] not in rep:
+        fail("the re-profiled run does not show the planned variables under the same keys")
+    print("both: profiler + plan runtime in one process; keys stable; output unchanged")
+
+
+def other_language(a, tmp, static_name, heap_prefix, lang):
+    nkp = os.path.join(tmp, "lang.nkp")
+    run([a.numakit, "profile", "--sampler", "pagefault", "--rate", "50000", "--max-overhead", "100", "-q", "-o", nkp,
+         "--", a.prog])
+    rep = json.loads(run([a.numakit, "report", "--json", nkp]).stdout)
+    vs = {v["kind"]: v for v in sorted(rep["variables"], key=lambda v: v["size"])
+          if v["kind"] in ("static", "heap") and "pid" not in v["key"] and v["size"] >= 1 << 20}
+    st, heap = vs.get("static"), vs.get("heap")
+    if not st or st["key"] != "static:%s:%s" % (os.path.basename(os.path.realpath(a.prog)), static_name):
+        fail("no static %s in the report: %s" % (static_name, st))
+    if not heap or not heap["key"].startswith(heap_prefix):
+        fail("no heap site %s... in the report: %s" % (heap_prefix, heap))
+    base = run([a.prog]).stdout
+    entries = [{"variable": v["name"], "key": v["key"], "policy": "bind:nodes=0", "when": "alloc"} for v in (st, heap)]
+    p, lines = run_plan(a.numakit, a.prog, tmp, entries)
+    if p.stdout != base:
+        fail("output changed:\n%s\nvs\n%s" % (p.stdout, base))
+    for v, what in ((st, "static"), (heap, "heap")):
+        if len(matched(lines, v["key"], what)) != 1:
+            fail("%s not matched:\n%s" % (v["key"], "\n".join(lines)))
+    check_summary(p, 2, 2, [])
+    print("%s: %s and %s matched; output unchanged" % (lang, st["key"], heap["key"]))
+
+
+def scenario_cxx(a, tmp):
+    other_language(a, tmp, "ns::grid", "heap:libstdc++", "cxx")
+
+
+def scenario_fortran(a, tmp):
+    other_language(a, tmp, "__data_MOD_grid", "heap:" + os.path.basename(os.path.realpath(a.prog)) + "+", "fortran")
+
+
+def scenario_badplan(a, tmp):
+    base = run([a.prog]).stdout
+    entries = [
+        {"variable": "nothing", "key": "static:plan_prog:no_such_variable", "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "lib", "key": "static:libnothing.so:x", "policy": "bind:nodes=0", "when": "alloc"},
+        {"variable": "named", "key": "name:never_named", "policy": "bind:nodes=0", "when": "alloc"},
+    ]
+    p, lines = run_plan(a.numakit, a.prog, tmp, entries)
+    if p.stdout != base:
+        fail("output changed:\n%s\nvs\n%s" % (p.stdout, base))
+    check_summary(p, 0, 3, ["static:plan_prog:no_such_variable", "static:libnothing.so:x", "name:never_named"])
+    if not any("error static static:plan_prog:no_such_variable" in l for l in lines):
+        fail("unresolved static not logged:\n" + "\n".join(lines))
+    if a.plan_lib:
+        # The runtime on its own with a plan it cannot use: one line on stderr, the program unchanged.
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"format": "numakit-plan", "version": 1, "entries": [{"key": 3}]}')
+        for plan in (bad, os.path.join(tmp, "missing.json")):
+            env = dict(os.environ, LD_PRELOAD=a.plan_lib, NK_PLAN=plan)
+            q = run([a.prog], env=env)
+            if q.stdout != base:
+                fail("output changed under an unusable plan:\n%s\nvs\n%s" % (q.stdout, base))
+            if "numakit run --plan: cannot load plan %s" % plan not in q.stderr or "running without it" not in q.stderr:
+                fail("unusable plan %s not reported: %s" % (plan, q.stderr))
+    print("badplan: unknown variables reported never matched; output unchanged")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario")
+    ap.add_argument("--numakit", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--prof-lib")
+    ap.add_argument("--plan-lib")
+    a = ap.parse_args()
+    fn = globals().get("scenario_" + a.scenario)
+    if not fn:
+        fail("unknown scenario " + a.scenario)
+    with tempfile.TemporaryDirectory(prefix="nkplan.") as tmp:
+        fn(a, tmp)
+
+
+if __name__ == "__main__":
+    main()
