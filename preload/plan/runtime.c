@@ -674,7 +674,14 @@ static int setup(const char *path)
 			 err.message[0] ? err.message : nk_strerror(rc));
 		return -1;
 	}
+	/* The pinning is numakit run's (done before the exec, through OMP_PLACES); this process may be bound
+	 * already - libgomp binds the initial thread in its own constructor when OMP_PROC_BIND is set - so
+	 * its cpus are not checked here: seen in the 4n-slit guest, where the check refused every plan
+	 * with a pinning ("this process may not run on cpu 1") and the program ran without its plan. */
+	struct nk__aplan_pin pin = st.plan->pin;
+	memset(&st.plan->pin, 0, sizeof st.plan->pin);
 	rc = nk_advice_check(st.plan, st.m, &err);
+	st.plan->pin = pin;
 	if (rc) {
 		complain("plan %s does not fit this machine: %s; running without it", path,
 			 err.message[0] ? err.message : nk_strerror(rc));

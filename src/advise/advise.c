@@ -28,6 +28,7 @@
 /* Thresholds (docs/plan.md, "How advise decides"). */
 #define ADV_OWNER_STABLE 0.80     /* accesses from each page's main node: pages have stable owners */
 #define ADV_BLOCK_FIT 0.90        /* a block layout keeps this share of the per-page ideal local accesses */
+#define ADV_OWNER_RUNS 2           /* owner runs per owner node, at most, for "contiguous owners" */
 #define ADV_MIN_PER_PAGE 2.0      /* samples per sampled page to trust per-page owners (or regularity >= 0.8) */
 #define ADV_NODE_SHARE 0.05       /* a node uses a variable when its threads make this share of the accesses */
 #define ADV_MAX_RANGES 65536      /* a "pages" entry with more ranges is not written (too fragmented) */
@@ -631,23 +632,29 @@ static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, in
 		return rc;
 	}
 	double per_page = p.npg ? (double)p.nr / (double)p.npg : 0;
+	/* candidate block counts: owner runs, distinct owners, threads */
+	uint64_t cands[4] = { 0, 0, v->threads, c->a->n_threads };
+	int seen_nodes[64];
+	int ns = 0;
+	for (size_t i = 0; i < p.npg; i++) {
+		if (!i || p.pg[i].owner != p.pg[i - 1].owner)
+			cands[0]++;
+		int dup = 0;
+		for (int k = 0; k < ns; k++)
+			dup |= seen_nodes[k] == p.pg[i].owner;
+		if (!dup && ns < 64)
+			seen_nodes[ns++] = p.pg[i].owner;
+	}
+	cands[1] = (uint64_t)ns;
+	/* Contiguous owners: the sampled pages, in address order, change owner at most about once per owner
+	 * node (ADV_OWNER_RUNS runs per node).  The analysis' regularity counts every sample, first touches
+	 * included, so a serial initialisation by the master (every page touched by one thread) reads as
+	 * irregular although the compute loop's partition is perfectly regular; the owners here leave first
+	 * touches out (pat_build). */
+	int contiguous = ns > 1 && p.npg >= 4 * (size_t)ns && cands[0] <= ADV_OWNER_RUNS * (uint64_t)ns;
 	int partitioned = v->diag != NK__DIAG_SHARING && p.owner_local >= ADV_OWNER_STABLE && p.npg &&
-			  (per_page >= ADV_MIN_PER_PAGE || v->regularity >= NK__AN_REGULAR);
+			  (per_page >= ADV_MIN_PER_PAGE || v->regularity >= NK__AN_REGULAR || contiguous);
 	if (partitioned) {
-		/* candidate block counts: owner runs, distinct owners, threads */
-		uint64_t cands[4] = { 0, 0, v->threads, c->a->n_threads };
-		int seen_nodes[64];
-		int ns = 0;
-		for (size_t i = 0; i < p.npg; i++) {
-			if (!i || p.pg[i].owner != p.pg[i - 1].owner)
-				cands[0]++;
-			int dup = 0;
-			for (int k = 0; k < ns; k++)
-				dup |= seen_nodes[k] == p.pg[i].owner;
-			if (!dup && ns < 64)
-				seen_nodes[ns++] = p.pg[i].owner;
-		}
-		cands[1] = (uint64_t)ns;
 		int *bn = NULL;
 		uint64_t t = 0;
 		if ((rc = block_fit(c, &p, cands, 4, &bn, &t, &local)))

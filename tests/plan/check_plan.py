@@ -265,6 +265,37 @@ def scenario_badplan(a, tmp):
     print("badplan: unknown variables reported never matched; output unchanged")
 
 
+def scenario_bound(a, tmp):
+    """A plan that pins threads, its program already bound to one cpu when the runtime starts (libgomp
+    binds the initial thread in its constructor when OMP_PROC_BIND is set): the runtime leaves the
+    pinning to numakit run and applies the entries.  The 4n-slit guest once ran every advised plan
+    without its entries because the runtime checked the pinning's cpus against the bound process."""
+    if not a.plan_lib:
+        print("SKIP: no plan runtime given")
+        sys.exit(77)
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        print("SKIP: one allowed cpu")
+        sys.exit(77)
+    keys = keys_of(a.numakit, a.prog, tmp)
+    base = run([a.prog]).stdout
+    path = os.path.join(tmp, "bound.json")
+    log = os.path.join(tmp, "bound.log")
+    plan = {"format": "numakit-plan", "version": 1, "program": "plan_prog",
+            "pin": {"strategy": "cpus", "threads": 2, "cpus": [cpus[0], cpus[1]]},
+            "entries": [{"variable": "grid", "key": keys["grid"], "policy": "bind:nodes=0", "when": "alloc"}]}
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    env = dict(os.environ, LD_PRELOAD=a.plan_lib, NK_PLAN=path, NK_PLAN_LOG=log)
+    p = run(["taskset", "-c", str(cpus[0]), a.prog], env=env)
+    if p.stdout != base:
+        fail("output changed:\n%s\nvs\n%s" % (p.stdout, base))
+    if "running without it" in p.stderr:
+        fail("the bound process ran without its plan: " + p.stderr)
+    check_summary(p, 1, 1, [])
+    print("bound: a process bound to cpu %d applies a plan that pins to cpus %d,%d" % (cpus[0], cpus[0], cpus[1]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")
