@@ -919,48 +919,15 @@ static int advise_pin(struct adv *c, nk_advice *plan, int owner_entries, int sha
 
 	if (c->o->no_pin || nt < 2 || a->n_procs != 1)
 		return 0;
-	/* 1. placement by observed owners: keep each thread on the node it ran on */
-	if (owner_entries && c->m) {
-		int ok = 1;
-		int *cpus = malloc(nt * sizeof(int));
-		int *used = calloc((size_t)(c->nn ? c->nn : 1), sizeof(int));
-		if (!cpus || !used) {
-			free(cpus);
-			free(used);
-			return NK_ENOMEM;
-		}
-		for (size_t t = 0; t < nt && ok; t++) {
-			int ni = a->threads[t].node >= 0 ? nk__an_node_index(a, a->threads[t].node) : -1;
-			int node = ni >= 0 ? c->map[ni] : -1;
-			int ncpu = node >= 0 ? nk_machine_node_cpus(c->m, node, NULL, 0) : 0;
-			if (ncpu <= 0) {
-				ok = 0;
-				break;
-			}
-			int *ids = malloc((size_t)ncpu * sizeof(int));
-			if (!ids) {
-				free(cpus);
-				free(used);
-				return NK_ENOMEM;
-			}
-			nk_machine_node_cpus(c->m, node, ids, (size_t)ncpu);
-			cpus[t] = ids[used[ni]++ % ncpu];
-			free(ids);
-		}
-		free(used);
-		if (ok) {
-			pin->strategy = strdup("cpus");
-			pin->cpus = cpus;
-			pin->n_cpus = nt;
-			pin->threads = (int)nt;
-			snprintf(why, sizeof why,
-				 "blocks and page ranges follow the nodes the threads ran on: pin each of the %zu threads "
-				 "to a cpu of that node",
-				 nt);
-			pin->reason = strdup(why);
-			return pin->strategy && pin->reason ? 0 : NK_ENOMEM;
-		}
-		free(cpus);
+	/* 1. placement by observed owners: the threads must run where they ran in the profile.  Not as a cpu
+	 * list: the profile numbers threads in creation order, which is not the OpenMP thread number (in
+	 * the 4n-slit guest libgomp's team under OMP_PROC_BIND=spread was seen as "cpus": [0, 1, 3, 2],
+	 * and that pinning would have moved two threads away from their blocks).  So no pinning, and a
+	 * warning to run with the profiled run's binding. */
+	if (owner_entries) {
+		return nk__aplan_warn(plan, "blocks and page ranges follow the nodes the threads ran on in the profile: "
+					     "run with the same thread binding (OMP_PROC_BIND/OMP_PLACES, or numakit run "
+					     "--pin) as the profiled run");
 	}
 	/* 2. a clearly structured sharing matrix: groups of threads that share go on one node */
 	int nodes_cpu = 0;
