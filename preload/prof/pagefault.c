@@ -171,7 +171,9 @@ static atomic_int pf_over;           /* the governor cut the rate last period: n
 
 static uintptr_t pf_ps = 4096, pf_shift = 12;
 
+/* The last fault this thread ran again because its page might have been ours, and pf_released then. */
 static _Thread_local uintptr_t pf_retry_addr PF_TLS;
+static _Thread_local unsigned long pf_retry_gen PF_TLS;
 
 /* First-touch samples waiting for the sampler thread. */
 enum { PN_FREE = 0, PN_FILLING = 1, PN_READY = 2 };
@@ -330,8 +332,10 @@ static int pf_restore(int slot, uintptr_t page)
 		atomic_store_explicit(&pf_key[slot], page | PF_ARMED, memory_order_release);
 		return rc;
 	}
-	pf_clear(slot);
+	/* Counted before the slot is cleared: a thread that finds no slot for its page also sees that
+	 * a page was given back since its last look (nkp_pf_fault). */
 	atomic_fetch_add_explicit(&pf_released, 1, memory_order_seq_cst);
+	pf_clear(slot);
 	return 0;
 }
 
@@ -438,9 +442,18 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	page = a & ~(pf_ps - 1);
 	slot = pf_find(page);
 	if (slot < 0) {
-		/* Possibly ours, given back and cleared by another thread after the fault was raised. */
-		if (atomic_load_explicit(&pf_released, memory_order_seq_cst) && pf_retry_addr != a) {
+		/*
+		 * Possibly ours, given back and cleared by another thread after the fault was raised: run the
+		 * instruction again.  The page may be armed, claimed and given back again before it runs (every
+		 * thread sweeping the same pages at once), so it is run again as long as some page was given
+		 * back since this thread last looked at the same address; only a fault on an address with no
+		 * page given back in between goes to the program.  (One retry per address was not enough: an
+		 * uncapped column sweep died of SIGSEGV in the guest.)
+		 */
+		unsigned long gen = atomic_load_explicit(&pf_released, memory_order_seq_cst);
+		if (gen && (pf_retry_addr != a || pf_retry_gen != gen)) {
 			pf_retry_addr = a;
+			pf_retry_gen = gen;
 			errno = saved_errno;
 			return 1;
 		}
