@@ -102,6 +102,7 @@ struct rec {
 	int16_t cnode, pnode; /* raw node ids, -1 unknown */
 	uint8_t access, where; /* where: 0 local, 1 remote, 2 unknown */
 	uint16_t phase;        /* global phase index + 1, 0 none */
+	uint8_t ft;            /* the page's first touch */
 };
 
 struct iprec {
@@ -758,6 +759,7 @@ static int attribute_all(struct ctx *c)
 			r->cnode = sm->cpu_node;
 			r->pnode = sm->page_node;
 			r->access = sm->access;
+			r->ft = (sm->flags & NK__SF_FIRST_TOUCH) != 0;
 			if (sm->cpu_node >= 0 && sm->page_node >= 0)
 				r->where = sm->cpu_node == sm->page_node ? 0 : 1;
 			else if (sm->source == NK__SRC_LOCAL_DRAM)
@@ -1045,13 +1047,27 @@ static int pages(struct ctx *c, int *nidx)
 		size_t n_owner = 0;
 		while (i < c->n_recs && c->recs[i].var == var) {
 			/* one page */
-			size_t j = i, npt = 0;
-			int pnode = -1;
-			while (j < c->n_recs && c->recs[j].var == var && c->recs[j].proc == c->recs[i].proc &&
-			       c->recs[j].page == c->recs[i].page) {
+			size_t j = i, npt = 0, e = i;
+			int pnode = -1, later = 0;
+			/* The page's users, its class, owner and sharing come from the accesses after its first
+			 * touch when there are any: the first touch placed the page (the hot-spot and first-touch
+			 * views report it); counting it as a user made a partition mismatch (threads initialise
+			 * their blocks, others compute on them) read as pages shared across nodes. */
+			while (e < c->n_recs && c->recs[e].var == var && c->recs[e].proc == c->recs[i].proc &&
+			       c->recs[e].page == c->recs[i].page)
+				later |= !c->recs[e++].ft;
+			while (j < e) {
 				const struct rec *r = &c->recs[j];
 				if (r->pnode >= 0)
 					pnode = r->pnode;
+				if (later && r->ft) {
+					if (!seen[r->thread]) {
+						seen[r->thread] = 1;
+						v->threads++;
+					}
+					j++;
+					continue;
+				}
 				if (npt && pt[npt - 1].thread == r->thread) {
 					pt[npt - 1].w += r->w;
 					if (pt[npt - 1].cnode < 0)
