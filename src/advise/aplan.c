@@ -395,7 +395,7 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 	static const char *const fields[] = { "size",         "samples",        "threads",       "remote_fraction",
 					      "read_fraction", "regularity",    "shared_pages",  "dominant_node",
 					      "dominant_share", "diagnosis",    NULL };
-	char w[200];
+	char w[224]; /* where (< 200) + ": evidence" */
 	uint64_t dn;
 	int rc;
 
