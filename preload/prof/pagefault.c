@@ -380,8 +380,12 @@ static void pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64
 	s->page_node = m->flags & NK__SF_FIRST_TOUCH ? -1 : m->node;
 	s->phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed);
 	s->sampler = NK__SAMPLER_PAGEFAULT;
-	s->flags = m->flags;
+	s->flags = (uint8_t)(m->flags | (m->random ? 0 : NK__SF_NEW_BLOCK));
 	s->weight = 1;
+	/* The delay since arming: the analysis estimates from it how long a page goes untouched before
+	 * each kind of access, which decides how likely such accesses are to be sampled. */
+	uint64_t us = now > m->armed_ns ? (now - m->armed_ns) / 1000 : 0;
+	s->latency = us < 1 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	if (m->random && now > m->armed_ns) {
 		uint64_t w = atomic_load_explicit(&pf_period_ns, memory_order_relaxed) / (now - m->armed_ns);
 		s->weight = w < 1 ? 1 : w > 65535 ? 65535 : (uint32_t)w;

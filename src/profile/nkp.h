@@ -177,6 +177,7 @@ enum nk__nkp_sample_flags {
 	NK__SF_FIRST_TOUCH = 1, /* the page was not yet populated: this access placed it */
 	NK__SF_IO = 2,          /* the kernel accessed the page for a read(2)/write(2)-like call */
 	NK__SF_TLB = 4,         /* hw: the access missed the TLB */
+	NK__SF_NEW_BLOCK = 8,   /* pagefault: the page was armed because its block was new, not picked at random */
 };
 
 enum nk__nkp_sampler { NK__SAMPLER_PAGEFAULT = 1, NK__SAMPLER_HW = 2, NK__SAMPLER_TRACE = 3 };
@@ -188,7 +189,7 @@ struct nk__nkp_sample {
 	uint64_t ip;        /* instruction address, 0 unknown */
 	uint32_t tid;
 	uint32_t weight;    /* accesses this sample stands for (>= 1); trace: the sampling period */
-	uint32_t latency;   /* hw: load latency in core cycles; 0 unknown */
+	uint32_t latency;   /* hw: load latency in core cycles; pagefault: arm-to-access delay in us (>= 1); 0 unknown */
 	int16_t cpu;        /* -1 unknown */
 	int16_t cpu_node;   /* node of cpu, -1 unknown */
 	int16_t page_node;  /* node the page lived on at the access (after it for first touch), -1 unknown */

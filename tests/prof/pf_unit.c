@@ -149,6 +149,7 @@ static void test_fault_path(void)
 	CHECK(r->addr == (uintptr_t)m + 10 && r->access == NK__ACC_READ && r->ip != 0);
 	CHECK(w->addr == (uintptr_t)m + pf_ps + 5 && w->access == NK__ACC_WRITE);
 	CHECK(r->tid == nkp_tid() && r->sampler == NK__SAMPLER_PAGEFAULT && r->flags == 0);
+	CHECK(r->latency >= 1 && w->latency >= 1); /* arm-to-access delay, us */
 	CHECK(r->page_node == status[0] && r->weight >= 1);
 	CHECK(v[pf_ps + 5] == 7 && v[2 * pf_ps] == 2); /* page 2 faulted and came back with its data */
 
@@ -158,7 +159,7 @@ static void test_fault_path(void)
 	CHECK(atomic_load(&n_got) == before);
 	pf_flush_pending();
 	CHECK(atomic_load(&n_got) == before + 1);
-	CHECK(got[before].flags == NK__SF_FIRST_TOUCH && got[before].page_node >= 0 &&
+	CHECK(got[before].flags == (NK__SF_FIRST_TOUCH | NK__SF_NEW_BLOCK) && got[before].page_node >= 0 &&
 	      got[before].access == NK__ACC_WRITE && got[before].weight == 1);
 
 	/* I/O: begin gives back our pages in the span as I/O samples and holds the span. */
