@@ -34,13 +34,13 @@ EXPECT = {
                  "call": 'nk_src_place(next, (N * sizeof *next), "block", "next");'},
     },
     "gather": {
-        "idx": {"kind": "static", "action": "place", "policy": "cyclic", "serial_writes": [25],
-                "acc": [(30, "R", "regular", "dynamic", "shared")], "reason": "schedule(dynamic, 64)"},
+        "idx": {"kind": "static", "action": "place", "policy": "cyclic", "serial_writes": [27],
+                "acc": [(32, "R", "regular", "dynamic", "shared")], "reason": "schedule(dynamic, 64)"},
         "table": {"kind": "main heap", "alloc": "calloc", "bytes": 300000 * 8, "action": "place",
-                  "policy": "cyclic", "serial_writes": [26], "acc": [(30, "R", "irregular", "dynamic", "shared")],
+                  "policy": "cyclic", "serial_writes": [28], "acc": [(32, "R", "irregular", "dynamic", "shared")],
                   "reason": "irregular"},
         "out": {"kind": "main heap", "alloc": "posix_memalign", "action": "place", "policy": "cyclic",
-                "serial_writes": [], "acc": [(30, "W", "regular", "dynamic", "shared")]},
+                "serial_writes": [], "acc": [(32, "W", "regular", "dynamic", "shared")]},
     },
     "small": {
         "coef": {"kind": "global", "bytes": 64, "action": "leave", "reason": "small",

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define N 300000
+#ifndef N
+#define N 300000 /* -DN=... after -- changes it */
+#endif
 
 static int idx[N];
 
