@@ -98,7 +98,7 @@ struct srcadv_array {
 	/* where the placement goes (filled by the scan) */
 	unsigned insert_after;       /* line after which to insert; 0: at the start of main (file-scope arrays) */
 	char indent[32];             /* indentation of that line */
-	char size_expr[SRCADV_EXPR_MAX]; /* C expression of the byte size, "" when it cannot be patched */
+	char size_expr[1024];        /* C expression of the byte size, "" when it cannot be patched */
 	char nopatch[256];           /* why no call can be inserted, "" when it can */
 	/* the decision (srcadv_decide) */
 	int action;                  /* enum srcadv_action */

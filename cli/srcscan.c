@@ -446,13 +446,15 @@ static int alloc_kind(CXCursor call)
 	return -1;
 }
 
-static void cursor_text(const struct scan *sc, CXCursor c, char *buf, size_t cap)
+/* The source text of @p c; -1 when it does not fit (or is empty). */
+static int cursor_text(const struct scan *sc, CXCursor c, char *buf, size_t cap)
 {
 	CXSourceRange r = clang_getCursorExtent(c);
 	unsigned a = off_of(clang_getRangeStart(r), NULL), b = off_of(clang_getRangeEnd(r), NULL);
 	if (b < a || b > sc->len)
 		b = a;
 	snprintf(buf, cap, "%.*s", (int)(b - a), sc->src + a);
+	return b > a && b - a < cap ? 0 : -1;
 }
 
 static uint64_t eval_u64(CXCursor c)
@@ -469,6 +471,25 @@ static uint64_t eval_u64(CXCursor c)
 	return v;
 }
 
+/* Can the expression @p c be evaluated again after the allocation (no side effect, no call)? */
+static int pure_expr(const struct scan *sc, CXCursor c)
+{
+	CXSourceRange r = clang_getCursorExtent(c);
+	unsigned a = tok_at(sc, off_of(clang_getRangeStart(r), NULL)), b = off_of(clang_getRangeEnd(r), NULL);
+	static const char *const bad[] = { "++", "--", "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=",
+					   "^=", NULL };
+
+	for (; a < sc->ntoks && sc->toks[a].off < b; a++) {
+		for (int i = 0; bad[i]; i++)
+			if (!strcmp(sc->toks[a].text, bad[i]))
+				return 0;
+		if (sc->toks[a].kind == CXToken_Identifier && a + 1 < sc->ntoks && sc->toks[a + 1].off < b &&
+		    !strcmp(sc->toks[a + 1].text, "("))
+			return 0;
+	}
+	return 1;
+}
+
 /* The statement holding frame @p k that is a direct child of a compound statement; -1 when none. */
 static int stmt_frame(const struct scan *sc, int k)
 {
@@ -483,7 +504,7 @@ static void record_alloc(struct scan *sc, int idx, CXCursor call, int ak, int k)
 {
 	struct srcadv_array *a = &sc->s->arr[idx];
 	static const char *const names[] = { "malloc", "calloc", "aligned_alloc", "posix_memalign" };
-	char x[SRCADV_EXPR_MAX / 2], y[SRCADV_EXPR_MAX / 2];
+	char x[480], y[480];
 	int sf;
 
 	if (sc->tr[idx].confirmed)
@@ -499,14 +520,29 @@ static void record_alloc(struct scan *sc, int idx, CXCursor call, int ak, int k)
 	}
 	if (ak == 1) {
 		CXCursor n = clang_Cursor_getArgument(call, 0), m = clang_Cursor_getArgument(call, 1);
-		cursor_text(sc, n, x, sizeof x);
-		cursor_text(sc, m, y, sizeof y);
+		if (!pure_expr(sc, n) || !pure_expr(sc, m)) {
+			snprintf(a->nopatch, sizeof a->nopatch, "the size expression calls a function or has a side "
+				 "effect: it cannot be evaluated again after the allocation");
+			return;
+		}
+		if (cursor_text(sc, n, x, sizeof x) || cursor_text(sc, m, y, sizeof y)) {
+			snprintf(a->nopatch, sizeof a->nopatch, "the size expression is too long to copy");
+			return;
+		}
 		snprintf(a->size_expr, sizeof a->size_expr, "(size_t)(%s) * (%s)", x, y);
 		uint64_t u = eval_u64(n), v = eval_u64(m);
 		a->bytes = u && v && u <= UINT64_MAX / v ? u * v : 0;
 	} else {
 		CXCursor sz = clang_Cursor_getArgument(call, ak == 0 ? 0 : ak == 2 ? 1 : 2);
-		cursor_text(sc, sz, x, sizeof x);
+		if (!pure_expr(sc, sz)) {
+			snprintf(a->nopatch, sizeof a->nopatch, "the size expression calls a function or has a side "
+				 "effect: it cannot be evaluated again after the allocation");
+			return;
+		}
+		if (cursor_text(sc, sz, x, sizeof x)) {
+			snprintf(a->nopatch, sizeof a->nopatch, "the size expression is too long to copy");
+			return;
+		}
 		snprintf(a->size_expr, sizeof a->size_expr, "(%s)", x);
 		a->bytes = eval_u64(sz);
 	}
@@ -557,8 +593,8 @@ static void on_vardecl(struct scan *sc, CXCursor c)
 			return;
 		snprintf(a->func, sizeof a->func, "%s", fn);
 		a->bytes = (uint64_t)(clang_Type_getSizeOf(t) > 0 ? clang_Type_getSizeOf(t) : 0);
-		snprintf(a->nopatch, sizeof a->nopatch, "a static inside %s(): apply the policy at the start of %s() "
-			 "by hand", fn, fn);
+		snprintf(a->nopatch, sizeof a->nopatch, "a static inside %s(): apply the policy by hand at the start "
+			 "of that function", fn);
 		return;
 	}
 	if (!sc->in_main)
@@ -707,10 +743,13 @@ static void on_use(struct scan *sc, CXCursor c, int idx)
 	int first_indirect = 0, first_uses = 0, inner_uses = 0;
 	get_ctx(sc, &cx);
 	const char *loopvar = cx.loop ? cx.loop->loopvar : "";
-	while (outer > 0 && sc->st[outer - 1].kind == CXCursor_ArraySubscriptExpr &&
-	       sc->st[outer - 1].start == sc->st[outer].start) {
+	/* up the subscripts: a[i][j] is ASE(cast(ASE(cast(a), i)), j), each level starting where a does */
+	for (int cur = k;;) {
 		int ind, uses;
-		outer--;
+		if (cur < 1 || sc->st[cur - 1].kind != CXCursor_ArraySubscriptExpr ||
+		    sc->st[cur - 1].start != sc->st[cur].start)
+			break;
+		outer = --cur;
 		index_shape(sc, sc->st[outer].c, loopvar, &ind, &uses);
 		if (nsub == 0) {
 			first_indirect = ind;
@@ -720,9 +759,13 @@ static void on_use(struct scan *sc, CXCursor c, int idx)
 			inner_uses |= uses;
 		}
 		nsub++;
-		while (outer > 0 && sc->st[outer - 1].kind == CXCursor_ParenExpr)
-			outer--;
+		while (cur > 0 && (sc->st[cur - 1].kind == CXCursor_ParenExpr ||
+				   (sc->st[cur - 1].kind == CXCursor_UnexposedExpr &&
+				    sc->st[cur - 1].start == sc->st[cur].start)))
+			cur--;
 	}
+	while (outer > 0 && sc->st[outer - 1].kind == CXCursor_ParenExpr)
+		outer--;
 	if (nsub) {
 		shape = first_indirect ? SRCADV_IRREGULAR : first_uses ? SRCADV_REGULAR
 							      : inner_uses ? SRCADV_COLUMNS : SRCADV_SHARED;
@@ -996,7 +1039,7 @@ int srcadv_scan_file(const char *path, const char *src, size_t len, const char *
 		goto out;
 	}
 	/* 2: without OpenMP (as the same program: _OPENMP defined), the statements the scan walks */
-	argv[0] = "-D_OPENMP=201811";
+	argv[0] = "-D_OPENMP=201511";
 	e = clang_parseTranslationUnit2(index, path, argv, nargs + 1, NULL, 0, CXTranslationUnit_KeepGoing, &tu2);
 	if (e != CXError_Success || !tu2) {
 		snprintf(msg, msgcap, "libclang cannot parse it (error %d)", (int)e);
