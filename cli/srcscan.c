@@ -736,6 +736,10 @@ static void on_use(struct scan *sc, CXCursor c, int idx)
 	struct ctx cx;
 
 	off_of(clang_getCursorLocation(c), &line);
+	/* inside sizeof/_Alignof nothing is accessed */
+	for (int f = sc->depth - 1; f >= 0 && clang_isExpression(sc->st[f].kind); f--)
+		if (sc->st[f].kind == CXCursor_UnaryExpr)
+			return;
 	/* up through casts and parentheses */
 	while (k > 0 && (sc->st[k - 1].kind == CXCursor_UnexposedExpr || sc->st[k - 1].kind == CXCursor_ParenExpr))
 		k--;

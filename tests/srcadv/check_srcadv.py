@@ -48,6 +48,15 @@ EXPECT = {
         "data": {"kind": "global", "action": "place", "policy": "block", "serial_writes": [],
                  "acc": [(22, "W", "regular", "none", "shared")]},
     },
+    "matrix": {
+        "m": {"kind": "static", "bytes": 2 << 20, "action": "place", "policy": "block", "serial_writes": [],
+              "acc": [(25, "W", "regular", "static", "shared"), (29, "R", "regular", "none", "shared")],
+              "call": 'nk_src_place(m, sizeof(m), "block", "m");'},
+        "t": {"kind": "static", "action": "place", "policy": "cyclic", "reason": "columns",
+              "acc": [(29, "W", "columns", "none", "shared")]},
+        "total": {"kind": "static", "action": "leave", "reason": "used by one thread",
+                  "acc": [(31, "W", "shared", "", "shared")]},
+    },
     "private": {
         "scratch": {"kind": "static", "action": "leave", "reason": "private",
                     "acc": [(20, "W", "shared", "static", "private"), (22, "R", "shared", "static", "private")]},
