@@ -238,6 +238,7 @@ static void tok_text(const struct scan *sc, unsigned a, unsigned b, char *buf, s
 static unsigned parse_dir(struct scan *sc, unsigned i, struct dir *d)
 {
 	unsigned line = sc->toks[i].line, j = i + 3, end;
+	int standalone = 0; /* no associated statement */
 
 	memset(d, 0, sizeof *d);
 	d->line = line;
@@ -268,6 +269,11 @@ static unsigned parse_dir(struct scan *sc, unsigned i, struct dir *d)
 			d->loop = 1;
 		else if (!strcmp(w, "single") || !strcmp(w, "master") || !strcmp(w, "masked"))
 			d->single = 1;
+		else if (j == i + 3 && (!strcmp(w, "barrier") || !strcmp(w, "flush") || !strcmp(w, "taskwait") ||
+					!strcmp(w, "taskyield") || !strcmp(w, "threadprivate") || !strcmp(w, "declare") ||
+					!strcmp(w, "end") || !strcmp(w, "cancel") || !strcmp(w, "requires") ||
+					!strcmp(w, "depobj")))
+			standalone = 1;
 	}
 	/* clauses: NAME ( ... ) */
 	while (j < end) {
@@ -316,7 +322,7 @@ static unsigned parse_dir(struct scan *sc, unsigned i, struct dir *d)
 		j = b + 1;
 	}
 	d->stmt_off = end < sc->ntoks ? sc->toks[end].off : (unsigned)sc->len;
-	d->has_stmt = end < sc->ntoks;
+	d->has_stmt = end < sc->ntoks && !standalone;
 	return end;
 }
 
@@ -650,6 +656,8 @@ static void get_ctx(const struct scan *sc, struct ctx *x)
 	for (int k = sc->depth - 1; k >= 0; k--)
 		for (int d = 0; d < sc->st[k].ndirs; d++) {
 			const struct dir *dr = &sc->dirs[sc->st[k].dirs[d]];
+			if (!dr->parallel && !dr->loop && !dr->single)
+				continue; /* critical, atomic, task...: not what the advice is about */
 			if (!x->region)
 				x->region = dr;
 			if (dr->loop && !x->loop) {
