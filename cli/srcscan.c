@@ -614,7 +614,7 @@ static void on_vardecl(struct scan *sc, CXCursor c)
 		snprintf(a->size_expr, sizeof a->size_expr, "sizeof(%s)", a->name);
 		/* the parent frame is the DeclStmt */
 		int k = sc->depth - 1;
-		if (k < 1 || sc->st[k - 1].kind != CXCursor_DeclStmt || sc->st[k - 2].kind != CXCursor_CompoundStmt) {
+		if (k < 2 || sc->st[k - 1].kind != CXCursor_DeclStmt || sc->st[k - 2].kind != CXCursor_CompoundStmt) {
 			snprintf(a->nopatch, sizeof a->nopatch, "the declaration is not a statement of its own");
 		} else if (!rest_blank(sc, sc->st[k - 1].end)) {
 			snprintf(a->nopatch, sizeof a->nopatch, "the declaration's line goes on after it");
