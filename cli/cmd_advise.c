@@ -14,11 +14,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "srcadv.h"
 
 const char cli_advise_usage[] =
 	"usage: numakit advise [-o PLAN.json] [--machine FILE] [--min-size SIZE]\n"
 	"                      [--no-pages] [--no-pin] [--no-phases] PROFILE.nkp\n"
 	"       numakit advise --check PLAN.json [--machine FILE]\n"
+	"       numakit advise --source FILE.c [--json] [-o PATCH] [--min-size SIZE]\n"
+	"                      [--machine FILE] [-- CLANG_ARGS...]\n"
 	"\n"
 	"Write a placement plan for the program profiled in PROFILE.nkp (written by\n"
 	"`numakit profile`): for each variable worth placing, a numakit policy that\n"
@@ -36,7 +39,8 @@ const char cli_advise_usage[] =
 	"  -o, --output FILE  write the plan to FILE\n"
 	"  --machine FILE     advise for this machine file (`numakit topo --save`)\n"
 	"                     instead of the machine the profile was taken on; with\n"
-	"                     --check, check for it instead of this machine\n"
+	"                     --check, check for it instead of this machine; with\n"
+	"                     --source, its L2 size is the default --min-size\n"
 	"  --min-size SIZE    leave variables smaller than SIZE alone (e.g. 1M;\n"
 	"                     default: the machine's L2 cache, 256K when unknown)\n"
 	"  --no-pages         never per-page placement (\"pages\" entries)\n"
@@ -44,12 +48,22 @@ const char cli_advise_usage[] =
 	"  --no-phases        one policy per variable, no changes between phases\n"
 	"  --check PLAN.json  validate a plan for this machine (or --machine's):\n"
 	"                     prints OK, or exactly what is wrong\n"
+	"  --source FILE.c    read an OpenMP C program instead (libclang): its global,\n"
+	"                     static and main-scope arrays, their accesses in parallel\n"
+	"                     loops (R/W/RW, line, index), schedules and sharing\n"
+	"                     clauses, the serial initialisation, a policy per array\n"
+	"                     with the reason, and a unified diff adding the numakit\n"
+	"                     calls (to stdout after the table, or to -o PATCH);\n"
+	"                     arguments after -- go to clang (-I, -D)\n"
+	"  --json             with --source: one JSON document (numakit-source-advice\n"
+	"                     version 1, docs/source-advisor.md), the diff included\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0 success (the plan is OK); 1 runtime failure, or the plan\n"
 	"given to --check is not valid for the machine; 2 bad usage or bad input\n"
 	"(missing or corrupt profile, plan file or machine file; a profile with too\n"
-	"few samples to decide anything).\n"
+	"few samples to decide anything; a source file that is missing or does not\n"
+	"parse, or numakit built without libclang).\n"
 	"See numakit-advise(1).\n";
 
 static int code_exit(int rc)
@@ -67,7 +81,7 @@ static int code_exit(int rc)
 	}
 }
 
-static int write_out(const char *path, const char *text)
+static int write_text(const char *path, const char *text, int newline)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
@@ -75,12 +89,17 @@ static int write_out(const char *path, const char *text)
 		return CLI_EXIT_FAIL;
 	}
 	size_t n = strlen(text);
-	int bad = fwrite(text, 1, n, f) != n || fputc('\n', f) == EOF;
+	int bad = fwrite(text, 1, n, f) != n || (newline && fputc('\n', f) == EOF);
 	if (fclose(f) || bad) {
 		cli_error("advise", "%s: cannot write: %s", path, strerror(errno));
 		return CLI_EXIT_FAIL;
 	}
 	return 0;
+}
+
+static int write_out(const char *path, const char *text)
+{
+	return write_text(path, text, 1);
 }
 
 static const char *jstr(const json_t *o, const char *k, const char *dflt)
@@ -187,9 +206,139 @@ static int check_plan(const char *plan_path, const char *machine_file)
 	return cli_finish_stdout("advise", rc);
 }
 
+/* The smallest L2 of the machine (--machine, else the live one), or 256 KiB. */
+static uint64_t l2_size(const char *machine)
+{
+	struct cli_source src = CLI_SOURCE_INIT;
+	nk_machine *m = NULL;
+	nk_error err = { 0, "" };
+	uint64_t l2 = 0;
+
+	if (machine) {
+		if (cli_source_set(&src, "advise", NK_SOURCE_FILE, "--machine", machine) ||
+		    cli_load_machine(&src, "advise", &m))
+			return 0;
+	} else if (nk_machine_load_live(&m, &err)) {
+		return 256 * 1024;
+	}
+	for (int i = 0, n = nk_machine_num_caches(m); i < n; i++) {
+		nk_cache_info ci;
+		if (!nk_machine_cache(m, i, &ci) && ci.level == 2 && ci.size && (!l2 || ci.size < l2))
+			l2 = ci.size;
+	}
+	nk_machine_free(m);
+	return l2 ? l2 : 256 * 1024;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (n + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 65536;
+			char *p = realloc(buf, cap);
+			if (!p) {
+				free(buf);
+				fclose(f);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = p;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (ferror(f)) {
+		int e = errno;
+		free(buf);
+		fclose(f);
+		errno = e ? e : EIO;
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static int advise_source(const char *path, int json, const char *out, uint64_t min_size, const char *machine,
+			 char **cargs, int ncargs)
+{
+	struct srcadv_scan s;
+	char msg[1024], *src = NULL, *patch = NULL, *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	memset(&s, 0, sizeof s);
+	if (!srcadv_have_libclang()) {
+		cli_error("advise", "numakit was built without libclang (install libclang-dev and rebuild)");
+		return CLI_EXIT_USAGE;
+	}
+	src = read_all(path, &len);
+	if (!src) {
+		cli_error("advise", "%s: %s", path, strerror(errno));
+		return errno == ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	if (memchr(src, '\0', len)) {
+		cli_error("advise", "%s: not a C source file (it holds NUL bytes)", path);
+		free(src);
+		return CLI_EXIT_USAGE;
+	}
+	snprintf(s.file, sizeof s.file, "%s", path);
+	rc = srcadv_scan_file(path, src, len, (const char *const *)cargs, ncargs, &s, msg, sizeof msg);
+	if (rc) {
+		if (rc == SRCADV_EPARSE)
+			cli_error("advise", "%s does not parse: %s", path, msg);
+		else if (rc == SRCADV_ENOLIBCLANG)
+			cli_error("advise", "%s", msg);
+		else
+			cli_error("advise", "%s: out of memory", path);
+		srcadv_scan_clear(&s);
+		free(src);
+		return rc == SRCADV_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	srcadv_decide(&s, min_size ? min_size : l2_size(machine));
+	rc = CLI_EXIT_FAIL;
+	if (srcadv_patch(&s, src, len, &patch)) {
+		cli_error("advise", "out of memory");
+		goto out;
+	}
+	text = json ? srcadv_format_json(&s, out ? NULL : patch) : srcadv_format_text(&s);
+	if (!text) {
+		cli_error("advise", "out of memory");
+		goto out;
+	}
+	if (out && (rc = write_text(out, patch, 0)))
+		goto out;
+	fputs(text, stdout);
+	if (json)
+		putchar('\n');
+	else if (!out && patch[0])
+		printf("\n%s", patch);
+	else if (out)
+		printf("\n%s: %s\n", out, patch[0] ? "the patch (apply with patch -p1 or git apply)" :
+				       "empty: nothing to place");
+	else
+		printf("\nno patch: nothing to place\n");
+	rc = cli_finish_stdout("advise", CLI_EXIT_OK);
+out:
+	free(text);
+	free(patch);
+	free(src);
+	srcadv_scan_clear(&s);
+	return rc;
+}
+
 int cli_cmd_advise(int argc, char **argv)
 {
-	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK };
+	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK, OPT_SOURCE, OPT_JSON };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "machine", required_argument, NULL, OPT_MACHINE },
@@ -198,17 +347,28 @@ int cli_cmd_advise(int argc, char **argv)
 		{ "no-pin", no_argument, NULL, OPT_NO_PIN },
 		{ "no-phases", no_argument, NULL, OPT_NO_PHASES },
 		{ "check", required_argument, NULL, OPT_CHECK },
+		{ "source", required_argument, NULL, OPT_SOURCE },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL, *machine = NULL, *check = NULL, *path;
 	const char *advise_only = NULL; /* an option that makes no sense with --check */
+	const char *profile_only = NULL; /* an option that makes no sense with --source */
+	const char *source = NULL;
+	int json = 0, nopts = argc;
 	nk_advise_opts o;
 	int c, rc;
 
+	/* with --source, what follows "--" goes to clang */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			nopts = i;
+			break;
+		}
 	memset(&o, 0, sizeof(o));
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopts, argv, ":ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -224,18 +384,25 @@ int cli_cmd_advise(int argc, char **argv)
 			break;
 		case OPT_NO_PAGES:
 			o.no_pages = 1;
-			advise_only = "--no-pages";
+			advise_only = profile_only = "--no-pages";
 			break;
 		case OPT_NO_PIN:
 			o.no_pin = 1;
-			advise_only = "--no-pin";
+			advise_only = profile_only = "--no-pin";
 			break;
 		case OPT_NO_PHASES:
 			o.no_phases = 1;
-			advise_only = "--no-phases";
+			advise_only = profile_only = "--no-phases";
 			break;
 		case OPT_CHECK:
 			check = optarg;
+			profile_only = "--check";
+			break;
+		case OPT_SOURCE:
+			source = optarg;
+			break;
+		case OPT_JSON:
+			json = 1;
 			break;
 		case 'h':
 			return cli_finish_stdout("advise", cli_print_help("advise"));
@@ -243,8 +410,21 @@ int cli_cmd_advise(int argc, char **argv)
 			return cli_bad_option("advise", c, argv);
 		}
 	}
-	if ((out && !*out) || (machine && !*machine) || (check && !*check))
+	if ((out && !*out) || (machine && !*machine) || (check && !*check) || (source && !*source))
 		return cli_usage_error("advise", "empty file name");
+	if (source) {
+		if (profile_only)
+			return cli_usage_error("advise", "%s cannot be used with --source", profile_only);
+		if (optind < nopts)
+			return cli_usage_error("advise", "unexpected argument '%s' (clang's arguments go after --)",
+					       argv[optind]);
+		return advise_source(source, json, out, o.min_size, machine, argv + nopts + (nopts < argc),
+				     argc - nopts - (nopts < argc));
+	}
+	if (json)
+		return cli_usage_error("advise", "--json goes with --source (the plan is JSON already)");
+	if (nopts < argc)
+		return cli_usage_error("advise", "unexpected argument '--' (clang's arguments go with --source)");
 	if (check) {
 		if (advise_only)
 			return cli_usage_error("advise", "%s cannot be used with --check", advise_only);

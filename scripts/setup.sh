@@ -9,6 +9,7 @@ VIRTME_NG_VERSION=1.42   # the version the guest runner was written and measured
 
 PACKAGES=(
   cmake ninja-build gcc clang libclang-rt-14-dev pkg-config git   # build; clang + rt for fuzzing
+  libclang-dev                                                      # numakit advise --source (libclang C API)
   libhwloc-dev hwloc libjansson-dev libcmocka-dev                   # libraries, unit-test framework
   numactl libnuma-dev                                               # test oracles, benchmark baseline
   qemu-system-x86 busybox-static                                    # NUMA guests (vng's initramfs uses busybox)
