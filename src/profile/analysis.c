@@ -103,6 +103,7 @@ struct rec {
 	uint8_t access, where; /* where: 0 local, 1 remote, 2 unknown */
 	uint16_t phase;        /* global phase index + 1, 0 none */
 	uint8_t ft;            /* the page's first touch */
+	uint8_t init;          /* ft, or made by an instruction that first-touches the variable (mark_init) */
 };
 
 struct iprec {
@@ -1049,18 +1050,19 @@ static int pages(struct ctx *c, int *nidx)
 			/* one page */
 			size_t j = i, npt = 0, e = i;
 			int pnode = -1, later = 0;
-			/* The page's users, its class, owner and sharing come from the accesses after its first
-			 * touch when there are any: the first touch placed the page (the hot-spot and first-touch
-			 * views report it); counting it as a user made a partition mismatch (threads initialise
-			 * their blocks, others compute on them) read as pages shared across nodes. */
+			/* The page's users, its class, owner and sharing come from the accesses that are not its
+			 * initialisation when there are any (mark_init): the initialisation placed the page (the
+			 * hot-spot and first-touch views report it); counting it as a user made a partition
+			 * mismatch (threads initialise their blocks, others compute on them) read as pages shared
+			 * across nodes. */
 			while (e < c->n_recs && c->recs[e].var == var && c->recs[e].proc == c->recs[i].proc &&
 			       c->recs[e].page == c->recs[i].page)
-				later |= !c->recs[e++].ft;
+				later |= !c->recs[e++].init;
 			while (j < e) {
 				const struct rec *r = &c->recs[j];
 				if (r->pnode >= 0)
 					pnode = r->pnode;
-				if (later && r->ft) {
+				if (later && r->init) {
 					if (!seen[r->thread]) {
 						seen[r->thread] = 1;
 						v->threads++;
@@ -1482,6 +1484,70 @@ static void ctx_release(struct ctx *c)
 	c->n_recs = c->n_ips = 0;
 }
 
+/*
+ * A variable's initialisation: the samples flagged first touch, and every sample of an instruction that
+ * made at least AN_INIT_SHARE of the variable's first-touch samples.  The pagefault sampler flags most of
+ * an initialisation loop's samples (the page was not there when it was armed); the trace sampler only
+ * the one access that placed each page, so the rest of the loop's accesses to the page are known by the
+ * instruction.  Runs before recs and ips are sorted (they are parallel arrays until then).
+ */
+#define AN_INIT_SHARE 0.10
+
+struct varip {
+	uint32_t var, n;
+	uint64_t ip;
+};
+
+static int cmp_varip(const void *x, const void *y)
+{
+	const struct varip *a = x, *b = y;
+	if (a->var != b->var)
+		return a->var < b->var ? -1 : 1;
+	return (a->ip > b->ip) - (a->ip < b->ip);
+}
+
+static int mark_init(struct ctx *c)
+{
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < c->n_recs; i++) {
+		c->recs[i].init = c->recs[i].ft;
+		n += c->recs[i].ft;
+	}
+	if (!n)
+		return 0;
+	struct varip *v = malloc(n * sizeof(*v));
+	if (!v)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < c->n_recs; i++)
+		if (c->recs[i].ft)
+			v[k++] = (struct varip){ c->recs[i].var, 1, c->ips[i].ip };
+	qsort(v, n, sizeof(*v), cmp_varip);
+	/* merge equal (var, ip) pairs, then keep the instructions with a large enough share */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && v[m - 1].var == v[i].var && v[m - 1].ip == v[i].ip)
+			v[m - 1].n++;
+		else
+			v[m++] = v[i];
+	}
+	size_t kept = 0;
+	for (size_t i = 0, j; i < m; i = j) {
+		uint64_t tot = 0;
+		for (j = i; j < m && v[j].var == v[i].var; j++)
+			tot += v[j].n;
+		for (size_t q = i; q < j; q++)
+			if ((double)v[q].n >= AN_INIT_SHARE * (double)tot)
+				v[kept++] = v[q];
+	}
+	for (size_t i = 0; i < c->n_recs; i++) {
+		struct varip key = { c->recs[i].var, 0, c->ips[i].ip };
+		if (!c->recs[i].init && bsearch(&key, v, kept, sizeof(*v), cmp_varip))
+			c->recs[i].init = 1;
+	}
+	free(v);
+	return 0;
+}
+
 /* Attribution, counts, pages, lines, diagnosis and sorting of c->a (the whole profile, or with
  * c->only_phase >= 0 the samples of one phase). */
 static int analyze_core(struct ctx *c, const nk_machine *m)
@@ -1491,6 +1557,8 @@ static int analyze_core(struct ctx *c, const nk_machine *m)
 	if (!c->parent && (rc = read_header(c)))
 		return rc;
 	if ((rc = attribute_all(c)))
+		return rc;
+	if ((rc = mark_init(c)))
 		return rc;
 	if (c->parent && (rc = adopt_parent(c)))
 		return rc;

@@ -314,6 +314,38 @@ static void test_mismatch_after_parallel_init(void **state)
 	pb_free(&b);
 }
 
+/* The same with trace-like samples: several samples of the initialisation loop per page, only the one
+ * that placed the page flagged first touch (the trace sampler sees one access in RATE).  The loop's
+ * other samples are known by their instruction: the page is still private to its compute thread. */
+static void test_mismatch_init_by_instruction(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M2, 4);
+	pb_name(&b, BASE, NPAGES * PAGE, "grid");
+	uint64_t t = 1;
+	for (int pg = 0; pg < NPAGES; pg++) {
+		int init = 3 - pg / 16;
+		for (int k = 0; k < 3; k++) /* flagged only on a quarter of the pages */
+			pb_sample(&b, t++, BASE + pg * PAGE + 8 * k, 0x400100, init, init / 2, init / 2, NK__ACC_WRITE,
+				  !k && pg % 4 == 0 ? NK__SF_FIRST_TOUCH : 0);
+	}
+	for (int th = 0; th < 4; th++)
+		for (int pg = th * 16; pg < th * 16 + 16; pg++)
+			for (int k = 0; k < PER_PAGE; k++)
+				pb_sample(&b, t++, BASE + pg * PAGE, 0x400300, th, th / 2, pg < 32 ? 1 : 0, NK__ACC_READ,
+					  /* one stray first touch by the compute loop: under AN_INIT_SHARE */
+					  th == 0 && pg == 0 && k == 0 ? NK__SF_FIRST_TOUCH : 0);
+	struct nk__analysis *a = analyze(&b);
+	const struct nk__an_var *v = find_var(a, "grid");
+	assert_int_equal(v->pages_private, NPAGES);
+	assert_int_equal(v->pages_cross_shared, 0);
+	assert_true(v->regularity >= 0.99);
+	assert_int_equal(v->diag, NK__DIAG_PARTITION);
+	nk__analysis_free(a);
+	pb_free(&b);
+}
+
 /* Every thread reads every page, pages interleaved over the nodes, in a
  * scattered order: uniform sharing, irregular -> cyclic (weighted when
  * bandwidth is measured). */
@@ -1030,6 +1062,7 @@ int main(void)
 		cmocka_unit_test(test_hotspot),
 		cmocka_unit_test(test_partition_mismatch),
 		cmocka_unit_test(test_mismatch_after_parallel_init),
+		cmocka_unit_test(test_mismatch_init_by_instruction),
 		cmocka_unit_test(test_sparse_sharing),
 		cmocka_unit_test(test_uniform_sharing),
 		cmocka_unit_test(test_fine_few_small),
