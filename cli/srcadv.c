@@ -359,9 +359,6 @@ void srcadv_decide(struct srcadv_scan *s, uint64_t min_size)
 /* ---- the patch ---- */
 
 static const char helper_text[] =
-	"#include <numakit.h> /* added by numakit advise --source */\n"
-	"#include <stdio.h>\n"
-	"#include <stdlib.h>\n"
 	"\n"
 	"/* numakit advise --source: the machine, loaded once at the start of main, freed at exit. */\n"
 	"static nk_machine *nk_src_machine;\n"
@@ -446,6 +443,33 @@ static void emit_prefixed(struct sbuf *b, const char *prefix, const char *t)
 	}
 }
 
+/* Does @p src have a line "#include <NAME>" (spaces allowed around '#')? */
+static int has_include(const char *src, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < len; i++) {
+		if (i && src[i - 1] != '\n')
+			continue;
+		size_t j = i;
+		while (j < len && (src[j] == ' ' || src[j] == '\t'))
+			j++;
+		if (j >= len || src[j] != '#')
+			continue;
+		j++;
+		while (j < len && (src[j] == ' ' || src[j] == '\t'))
+			j++;
+		if (len - j < 7 || strncmp(src + j, "include", 7))
+			continue;
+		j += 7;
+		while (j < len && (src[j] == ' ' || src[j] == '\t'))
+			j++;
+		if (j < len && src[j] == '<' && len - j - 1 > nl && !strncmp(src + j + 1, name, nl) &&
+		    src[j + 1 + nl] == '>')
+			return 1;
+	}
+	return 0;
+}
+
 int srcadv_patch(const struct srcadv_scan *s, const char *src, size_t len, char **out)
 {
 	struct insertion *ins = NULL;
@@ -480,6 +504,12 @@ int srcadv_patch(const struct srcadv_scan *s, const char *src, size_t len, char 
 	{
 		struct sbuf h = { 0 };
 		sb_add(&h, ins[nins].text);
+		sb_add(&h, "#include <numakit.h> /* added by numakit advise --source */\n");
+		/* the helpers use stdio (fprintf) and stdlib (atexit): added only when the file lacks them */
+		if (!has_include(src, len, "stdio.h"))
+			sb_add(&h, "#include <stdio.h>\n");
+		if (!has_include(src, len, "stdlib.h"))
+			sb_add(&h, "#include <stdlib.h>\n");
 		sb_add(&h, helper_text);
 		if (!s->include_after)
 			sb_add(&h, "\n");

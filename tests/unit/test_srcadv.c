@@ -233,6 +233,9 @@ static void test_patch(void **state)
 				   "+\tnk_src_place(p, (1 << 23), \"block\", \"p\");\n \tdouble s = 0;\n"));
 	char *patched = apply(src, diff);
 	assert_non_null(strstr(patched, "#include <stdlib.h>\n\n#include <numakit.h>"));
+	/* the file has stdio.h and stdlib.h already: not added again */
+	assert_null(strstr(strstr(patched, "#include <stdio.h>") + 1, "#include <stdio.h>"));
+	assert_null(strstr(strstr(patched, "#include <stdlib.h>") + 1, "#include <stdlib.h>"));
 	assert_non_null(strstr(patched, "{\n\tnk_src_setup();\n\tnk_src_place(g, sizeof(g), \"block\", \"g\");\n"
 					"\tdouble *p = malloc(1 << 23);\n\tnk_src_place(p, (1 << 23), \"block\", \"p\");\n"
 					"\tdouble s = 0;\n"));
