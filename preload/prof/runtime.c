@@ -58,6 +58,9 @@ static pid_t part_pid; /* the process the open part belongs to: a vfork child mu
 static char part_dir[PATH_MAX];
 static char part_path[PATH_MAX];
 static _Atomic uint64_t n_samples, n_dropped;
+/* fork()s and vfork children's execs of this process: its END record says how many, so that `numakit
+ * profile` waits for children's parts only when there can be any */
+static _Atomic uint64_t n_forks;
 static _Atomic uint32_t thread_index; /* last index handed out */
 static atomic_int exit_status = -1;   /* from exit()/return from main, -1 unknown */
 
@@ -568,6 +571,8 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, atomic_load(&n_dropped));
 	str_to(&p, ", \"threads\": ");
 	u64_to(&p, (uint64_t)atomic_load(&thread_index) + 1);
+	str_to(&p, ", \"forks\": ");
+	u64_to(&p, atomic_load(&n_forks));
 	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_end_json) {
 		size_t room = (size_t)(b + sizeof b - p) - 2;
 		if (room >= 258) {
@@ -876,6 +881,7 @@ static void fork_prepare(void)
 {
 	if (!nkp.active)
 		return;
+	atomic_fetch_add(&n_forks, 1);
 	nkp_alloc_fork_prepare();
 	wr_lock();
 }
@@ -1029,6 +1035,8 @@ static int do_execve(const char *path, char *const argv[], char *const envp[], i
 	char *room[nkp.active ? env_count(envp) + n_keep_env + 1 : 1];
 	char **env2 = nkp.active ? env_with_ours(envp, room) : NULL;
 	char *const *use = env2 ? env2 : envp;
+	if (nkp.active && getpid() != part_pid)
+		atomic_fetch_add(&n_forks, 1); /* a vfork child (it shares the parent's memory): a child to wait for */
 	exec_begin();
 	int rc = search ? real_execvpe(path, argv, use) : real_execve(path, argv, use);
 	exec_failed();

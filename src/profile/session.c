@@ -47,6 +47,7 @@ struct part {
 	uint64_t samples; /* SAMPLES seen so far */
 	int ended;        /* END seen */
 	int bad;          /* not a part or corrupt: scanning stopped */
+	long forks;       /* the END record's "forks" (children the process made), -1 not said */
 };
 
 struct session {
@@ -308,6 +309,26 @@ static int is_part_name(const char *name, int *pid)
 }
 
 /* Read the records added to one part since the last scan (headers only, payloads skipped). */
+/* The END record at @p off: the part is complete; how many children the process made, if it says. */
+static void end_seen(struct part *p, uint64_t off, uint64_t len)
+{
+	char b[1024];
+	size_t n = len < sizeof b - 1 ? (size_t)len : sizeof b - 1;
+
+	p->ended = 1;
+	p->forks = -1;
+	if (nk__os_read_at(p->path, off, b, n) != (long)n)
+		return;
+	b[n] = '\0';
+	const char *f = strstr(b, "\"forks\": ");
+	if (f) {
+		char *e;
+		long v = strtol(f + 9, &e, 10);
+		if (e != f + 9 && v >= 0)
+			p->forks = v;
+	}
+}
+
 static void scan_part(struct part *p)
 {
 	uint64_t size;
@@ -340,7 +361,7 @@ static void scan_part(struct part *p)
 		if ((h.type & ~NK__NKP_OPTIONAL) == NK__NKP_SAMPLES)
 			p->samples += h.length / sizeof(struct nk__nkp_sample);
 		else if (h.type == NK__NKP_END)
-			p->ended = 1;
+			end_seen(p, p->off + sizeof h, h.length);
 		p->off += sizeof h + h.length;
 	}
 }
@@ -715,9 +736,20 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	/*
 	 * Processes the program forked may outlive it: give them a moment to
 	 * close their parts.  A child forked just before the program exited may
-	 * not have created its part yet: settle a little first.
+	 * not have created its part yet: settle a little first, unless the
+	 * program's parts are complete and say it made no children (the END
+	 * record's "forks"; children of posix_spawn are not counted: one that
+	 * outlives the program may be missed, as it could before).
 	 */
-	nk__os_sleep_ms(SETTLE_MS);
+	if (scan_parts(&s)) {
+		rc = nk__error(err, NK_ENOMEM, "out of memory");
+		goto out_rmdir;
+	}
+	int may_have_children = 0;
+	for (size_t i = 0; i < s.n_parts; i++)
+		may_have_children |= !s.parts[i].ended || s.parts[i].forks != 0 || s.parts[i].pid != pid;
+	if (may_have_children || !s.n_parts)
+		nk__os_sleep_ms(SETTLE_MS);
 	for (int waited = 0;; waited += 50) {
 		int running = 0;
 
