@@ -32,63 +32,11 @@
 
 #define NKPL_EXPORT __attribute__((visibility("default")))
 
-static void *(*real_malloc)(size_t);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_realloc)(void *, size_t);
-static void (*real_free)(void *);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static void *(*real_valloc)(size_t);
-static void *(*real_pvalloc)(size_t);
-static size_t (*real_usable)(void *);
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
-static void *(*real_mremap)(void *, size_t, size_t, int, ...);
-
-static atomic_int resolved; /* 0 no, 1 resolving, 2 done */
-
-/* dlsym may allocate before the real functions are known: a static arena, never freed. */
-static _Alignas(16) char boot[32 * 1024];
-static atomic_size_t boot_used;
-
-static void *boot_alloc(size_t n)
-{
-	n = (n + 16 + 15) & ~(size_t)15;
-	size_t at = atomic_fetch_add(&boot_used, n);
-	if (at + n > sizeof boot)
-		return NULL;
-	*(size_t *)(boot + at) = n - 16;
-	return boot + at + 16;
-}
-
-static int is_boot(const void *p)
-{
-	return (const char *)p >= boot && (const char *)p < boot + sizeof boot;
-}
+#include "../common/interpose.h"
 
 void nkpl_alloc_resolve(void)
 {
-	int z = 0;
-	if (!atomic_compare_exchange_strong(&resolved, &z, 1)) {
-		while (atomic_load(&resolved) != 2)
-			;
-		return;
-	}
-	real_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-	real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
-	real_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
-	real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-	real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-	real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
-	real_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
-	real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
-	real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
-	real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-	real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
-	real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
-	atomic_store(&resolved, 2);
+	interpose_resolve();
 }
 
 #define RESOLVE()                                                                                                   \
@@ -442,7 +390,7 @@ NKPL_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 	NKPL_EXPORT void *name args                                                                                 \
 	{                                                                                                           \
 		RESOLVE();                                                                                          \
-		void *p = serve(size, al, NULL, (uintptr_t)__builtin_return_address(0));                                                                    \
+		void *p = serve(size, al, NULL, (uintptr_t)__builtin_return_address(0));                            \
 		return p ? p : call;                                                                                \
 	}
 

@@ -34,64 +34,8 @@
 
 /* ---------------------------------------------------------------- real functions, bootstrap */
 
-static void *(*real_malloc)(size_t);
-static void *(*real_calloc)(size_t, size_t);
-static void *(*real_realloc)(void *, size_t);
-static void (*real_free)(void *);
-static int (*real_posix_memalign)(void **, size_t, size_t);
-static void *(*real_aligned_alloc)(size_t, size_t);
-static void *(*real_memalign)(size_t, size_t);
-static void *(*real_valloc)(size_t);
-static void *(*real_pvalloc)(size_t);
-static size_t (*real_usable)(void *);
-static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
-static int (*real_munmap)(void *, size_t);
-static void *(*real_mremap)(void *, size_t, size_t, int, ...);
-
-static atomic_int resolved; /* 0 no, 1 resolving, 2 done */
-
-/* dlsym may allocate (calloc for its error state) before the real functions are known: a static arena. */
-static _Alignas(16) char boot[64 * 1024];
-static atomic_size_t boot_used;
-
-static void *boot_alloc(size_t n)
-{
-	n = (n + 16 + 15) & ~(size_t)15;
-	size_t at = atomic_fetch_add(&boot_used, n);
-	if (at + n > sizeof boot)
-		return NULL;
-	*(size_t *)(boot + at) = n - 16;
-	return boot + at + 16; /* zeroed: static storage never reused */
-}
-
-static int is_boot(const void *p)
-{
-	return (const char *)p >= boot && (const char *)p < boot + sizeof boot;
-}
-
-static void resolve(void)
-{
-	int z = 0;
-	if (!atomic_compare_exchange_strong(&resolved, &z, 1)) {
-		while (atomic_load(&resolved) != 2)
-			;
-		return;
-	}
-	real_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-	real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
-	real_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
-	real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-	real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-	real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
-	real_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
-	real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
-	real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
-	real_usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-	real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
-	real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
-	atomic_store(&resolved, 2);
-}
+#define NK_INTERPOSE_BOOT_BYTES (64 * 1024)
+#include "../common/interpose.h"
 
 #define RESOLVED() (atomic_load_explicit(&resolved, memory_order_acquire) == 2)
 
@@ -624,7 +568,7 @@ NKP_EXPORT void *malloc(size_t n)
 	if (!RESOLVED()) {
 		if (atomic_load(&resolved) == 1)
 			return boot_alloc(n);
-		resolve();
+		interpose_resolve();
 	}
 	void *p = real_malloc(n);
 	if (p && want(n))
@@ -642,7 +586,7 @@ NKP_EXPORT void *calloc(size_t a, size_t b)
 	if (!RESOLVED()) {
 		if (atomic_load(&resolved) == 1)
 			return boot_alloc(n);
-		resolve();
+		interpose_resolve();
 	}
 	void *p = real_calloc(a, b);
 	if (p && want(n))
@@ -655,7 +599,7 @@ NKP_EXPORT void free(void *p)
 	if (!p || is_boot(p))
 		return;
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	maybe_untrack(p);
 	real_free(p);
 }
@@ -671,7 +615,7 @@ NKP_EXPORT void *realloc(void *old, size_t n)
 			}
 			return p;
 		}
-		resolve();
+		interpose_resolve();
 	}
 	if (old && is_boot(old)) {
 		size_t had = *(size_t *)((char *)old - 16);
@@ -693,7 +637,7 @@ NKP_EXPORT void *realloc(void *old, size_t n)
 NKP_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 {
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	int rc = real_posix_memalign(out, al, n);
 	if (!rc && want(n))
 		track_here(*out, n, NK__ALLOC_MEMALIGN);
@@ -704,7 +648,7 @@ NKP_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 	NKP_EXPORT void *name args                                                                                  \
 	{                                                                                                           \
 		if (!RESOLVED())                                                                                    \
-			resolve();                                                                                  \
+			interpose_resolve();                                                                        \
 		void *p = call;                                                                                     \
 		if (p && want(size))                                                                                \
 			track_here(p, size, NK__ALLOC_MEMALIGN);                                                    \
@@ -721,7 +665,7 @@ ALIGNED(pvalloc, (size_t n), real_pvalloc(n), n)
 NKP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	void *p = real_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) &&
 	    prot == (PROT_READ | PROT_WRITE) && want(len)) {
@@ -738,7 +682,7 @@ NKP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 NKP_EXPORT int munmap(void *addr, size_t len)
 {
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	if (nkp.active && !nkp_busy() && n_mmap) {
 		nkp_enter();
 		untrack_mmap_overlap((uintptr_t)addr, len);
@@ -750,7 +694,7 @@ NKP_EXPORT int munmap(void *addr, size_t len)
 NKP_EXPORT void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 {
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	void *fixed = NULL;
 	if (flags & MREMAP_FIXED) {
 		va_list ap;
@@ -897,7 +841,7 @@ void nkp_alloc_start(void)
 {
 	nkp_enter();
 	if (!RESOLVED())
-		resolve();
+		interpose_resolve();
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&nkp_alloc_start);
 	void *fr[4];
 	(void)backtrace(fr, 4); /* loads the unwinder now, so later calls do not allocate */
