@@ -195,25 +195,29 @@ static void add_name(char *list, const char *name)
 		snprintf(list + n, NAMES_MAX - n, "%s|", name);
 }
 
-/* The names of a clause list (tokens a..b exclusive): each item's first identifier after an optional "xxx:" prefix. */
+/* +1 for an opening bracket token, -1 for a closing one, 0 otherwise. */
+static int bracket(const char *t)
+{
+	return !strcmp(t, "(") || !strcmp(t, "[") ? 1 : !strcmp(t, ")") || !strcmp(t, "]") ? -1 : 0;
+}
+
+/* The names of a clause list (tokens a..b exclusive): each item's first identifier, after the list's
+ * modifier when it has one ("reduction(+: x)", "lastprivate(conditional: x)"). */
 static void clause_names(const struct scan *sc, unsigned a, unsigned b, char *list)
 {
 	int depth = 0, item = 1;
 
-	for (unsigned i = a; i < b; i++)
-		if (!strcmp(sc->toks[i].text, ":") && depth == 0)
-			a = i + 1; /* reduction(+: x), lastprivate(conditional: x) */
-		else if (strchr("([", sc->toks[i].text[0]) && !sc->toks[i].text[1])
-			depth++;
-		else if (strchr(")]", sc->toks[i].text[0]) && !sc->toks[i].text[1])
-			depth--;
+	for (unsigned i = a; i < b; i++) {
+		if (depth == 0 && !strcmp(sc->toks[i].text, ":"))
+			a = i + 1;
+		depth += bracket(sc->toks[i].text);
+	}
 	depth = 0;
 	for (unsigned i = a; i < b; i++) {
 		const char *t = sc->toks[i].text;
-		if ((!strcmp(t, "(") || !strcmp(t, "[")))
-			depth++;
-		else if ((!strcmp(t, ")") || !strcmp(t, "]")))
-			depth--;
+		int d = bracket(t);
+		if (d)
+			depth += d;
 		else if (depth == 0 && !strcmp(t, ","))
 			item = 1;
 		else if (depth == 0 && item && sc->toks[i].kind == CXToken_Identifier) {
