@@ -73,12 +73,24 @@ extern struct nkp_state nkp;
 
 /** CLOCK_MONOTONIC ns since the part began.  AS-safe. */
 uint64_t nkp_now(void);
+/**
+ * Let the calling runtime thread (sampler, flusher) run on every cpu `numakit profile` was given
+ * (NK_PROF_CPUS), not only on the one the main thread was bound to when it was started.
+ */
+void nkp_own_thread_cpus(void);
 /** Kernel tid of the caller (cached per thread).  AS-safe. */
 uint32_t nkp_tid(void);
 /** Node of @p cpu, -1 unknown.  AS-safe. */
 int nkp_cpu_node(int cpu);
 /** Queue one sample (fills time/phase/sampler if 0); dropped and counted when the ring is full or the budget spent.  AS-safe, lock-free. */
 void nkp_emit(const struct nk__nkp_sample *s);
+/**
+ * nkp_emit, but when the ring is full the caller naps until the flusher made room (at most 200 ms, not
+ * inside the runtime, not after a wait ran out until the next drain): the trace sampler, whose samples
+ * come in bursts from every thread at once, would otherwise lose those of its parallel phases and bias
+ * the fractions.  AS-safe (nanosleep).
+ */
+void nkp_emit_wait(const struct nk__nkp_sample *s);
 /** Append one record to the part file (serialised by a lock; not AS-safe). */
 int nkp_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 /** Re-entrancy guard of the interposers: nonzero while the runtime itself is inside malloc & co. */
@@ -115,6 +127,9 @@ int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page);
  * Not AS-safe (sampler thread).
  */
 size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max);
+/** Pages inside tracked ranges of at least @p run pages: those nkp_tracked_random_runs picks runs of
+ * @p run pages from.  Lock-free, not AS-safe. */
+uint64_t nkp_tracked_pages(size_t run);
 /** 1 when [page, page + page_size) lies inside a tracked range.  AS-safe (lock-free reads). */
 int nkp_tracked_contains(uintptr_t page);
 /**

@@ -46,6 +46,7 @@
 #pragma weak nkp_trace_moved
 #pragma weak nkp_trace_after_fork
 #pragma weak nkp_trace_end_json
+#pragma weak nkp_pf_end_json
 
 struct nkp_state nkp;
 
@@ -94,6 +95,34 @@ int nkp_cpu_node(int cpu)
 	if (cpu < 0 || cpu >= nkp.ncpus || !nkp.cpu_node)
 		return -1;
 	return nkp.cpu_node[cpu];
+}
+
+/* NK_PROF_CPUS: the cpus `numakit profile` was given, for the runtime's own threads. */
+static cpu_set_t own_cpus;
+static int have_own_cpus;
+
+static void load_own_cpus(void)
+{
+	const char *p = getenv("NK_PROF_CPUS");
+	CPU_ZERO(&own_cpus);
+	have_own_cpus = 0;
+	while (p && *p) {
+		char *end;
+		unsigned long c = strtoul(p, &end, 10);
+		if (end == p || (*end && *end != ',') || c >= CPU_SETSIZE) {
+			have_own_cpus = 0; /* malformed: leave the threads where they start */
+			return;
+		}
+		CPU_SET(c, &own_cpus);
+		have_own_cpus = 1;
+		p = *end ? end + 1 : end;
+	}
+}
+
+void nkp_own_thread_cpus(void)
+{
+	if (have_own_cpus)
+		(void)sched_setaffinity(0, sizeof own_cpus, &own_cpus);
 }
 
 int nkp_busy(void)
@@ -159,6 +188,8 @@ int nkp_record(uint32_t type, const void *a, size_t alen, const void *b, size_t 
 /* ---------------------------------------------------------------- ring */
 
 #define RING_CAP (64u * 1024u)
+#define EMIT_WAIT_NS 200000000u /* nkp_emit_wait: the longest a sample waits for room */
+static atomic_int emit_stuck;      /* a wait ran out: no waiting until the flusher drained again */
 struct slot {
 	_Atomic uint64_t seq;
 	struct nk__nkp_sample s;
@@ -176,15 +207,9 @@ static void ring_reset(void)
 	ring_tail = 0;
 }
 
-void nkp_emit(const struct nk__nkp_sample *s)
+/* Put @p s in the ring: 0, or -1 when the ring is full.  AS-safe, lock-free. */
+static int ring_put(const struct nk__nkp_sample *s)
 {
-	if (!nkp.active || closed)
-		return;
-	if (atomic_fetch_add(&n_samples, 1) >= nkp.budget) {
-		atomic_fetch_sub(&n_samples, 1);
-		atomic_fetch_add(&n_dropped, 1);
-		return;
-	}
 	uint64_t pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
 	struct slot *sl;
 	for (;;) {
@@ -196,9 +221,7 @@ void nkp_emit(const struct nk__nkp_sample *s)
 								  memory_order_relaxed))
 				break;
 		} else if (dif < 0) { /* full */
-			atomic_fetch_sub(&n_samples, 1);
-			atomic_fetch_add(&n_dropped, 1);
-			return;
+			return -1;
 		} else {
 			pos = atomic_load_explicit(&ring_head, memory_order_relaxed);
 		}
@@ -211,6 +234,42 @@ void nkp_emit(const struct nk__nkp_sample *s)
 	if (!sl->s.sampler)
 		sl->s.sampler = (uint8_t)nkp.sampler;
 	atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+	return 0;
+}
+
+static void emit(const struct nk__nkp_sample *s, int wait)
+{
+	if (!nkp.active || closed)
+		return;
+	if (atomic_fetch_add(&n_samples, 1) >= nkp.budget) {
+		atomic_fetch_sub(&n_samples, 1);
+		atomic_fetch_add(&n_dropped, 1);
+		return;
+	}
+	/* Waiting: 100 us naps until the flusher made room, at most EMIT_WAIT_NS, and never inside the
+	 * runtime (a signal handler may have interrupted this thread while it held the writer lock the
+	 * flusher needs).  A wait that ran out stops the others until the flusher drains again. */
+	for (unsigned naps = 0; ring_put(s); naps++) {
+		if (naps >= EMIT_WAIT_NS / 100000u)
+			atomic_store_explicit(&emit_stuck, 1, memory_order_relaxed);
+		if (!wait || busy || closed || atomic_load_explicit(&emit_stuck, memory_order_relaxed)) {
+			atomic_fetch_sub(&n_samples, 1);
+			atomic_fetch_add(&n_dropped, 1);
+			return;
+		}
+		struct timespec ts = { 0, 100000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void nkp_emit(const struct nk__nkp_sample *s)
+{
+	emit(s, 0);
+}
+
+void nkp_emit_wait(const struct nk__nkp_sample *s)
+{
+	emit(s, 1);
 }
 
 /* Move published samples to the part; returns how many.  Caller holds the writer lock.  AS-safe. */
@@ -573,12 +632,15 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, (uint64_t)atomic_load(&thread_index) + 1);
 	str_to(&p, ", \"forks\": ");
 	u64_to(&p, atomic_load(&n_forks));
-	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_end_json) {
+	size_t (*extra)(char *, size_t) = nkp.sampler == NK__SAMPLER_TRACE ? nkp_trace_end_json
+					  : nkp.sampler == NK__SAMPLER_PAGEFAULT ? nkp_pf_end_json
+										  : NULL;
+	if (extra) {
 		size_t room = (size_t)(b + sizeof b - p) - 2;
 		if (room >= 258) {
 			*p++ = ',';
 			*p++ = ' ';
-			size_t n = nkp_trace_end_json(p, room - 2);
+			size_t n = extra(p, room - 2);
 			if (n)
 				p += n;
 			else
@@ -601,6 +663,7 @@ static void *flusher_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	busy = 1; /* the flusher's own allocations are never tracked */
+	nkp_own_thread_cpus();
 	size_t last = 0;
 	while (atomic_load(&flusher_run)) {
 		/* Every 50 ms; every 2 ms while samples come fast enough to fill an eighth of the ring between drains
@@ -610,6 +673,8 @@ static void *flusher_main(void *arg)
 		wr_lock();
 		last = closed ? 0 : ring_drain();
 		wr_unlock();
+		if (last)
+			atomic_store_explicit(&emit_stuck, 0, memory_order_relaxed);
 	}
 	return NULL;
 }
@@ -1489,6 +1554,7 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	nkp.page_size = (int)sysconf(_SC_PAGESIZE);
 	atomic_store(&nkp.sampling, env_u64("NK_PROF_ROI", 0) == 1 ? 0 : 1);
 	load_cpu_nodes();
+	load_own_cpus();
 	save_env();
 	ring_reset();
 	wr_lock();

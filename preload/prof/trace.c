@@ -377,7 +377,7 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 			return;
 		}
 	}
-	nkp_emit(&smp);
+	nkp_emit_wait(&smp);
 }
 
 static __attribute__((noinline)) void slow_path(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)

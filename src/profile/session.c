@@ -272,6 +272,22 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
 	if (ok && o->max_overhead > 0)
 		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
+	/* The cpus the program was given: the runtime's own threads (sampler, flusher) run on all of them,
+	 * not on the one an OpenMP runtime bound the main thread to before they were started (there, the
+	 * sampler starved behind the master thread in the guest and stopped for seconds). */
+	nk__ilist cpus = { 0 };
+	if (ok && nk__os_affinity(&cpus) == 0 && cpus.n) {
+		size_t len = cpus.n * 12 + 16;
+		char *v = malloc(len);
+		ok = v != NULL;
+		if (ok) {
+			size_t at = (size_t)snprintf(v, len, "NK_PROF_CPUS=");
+			for (size_t i = 0; i < cpus.n; i++)
+				at += (size_t)snprintf(v + at, len - at, "%s%d", i ? "," : "", cpus.v[i]);
+			ok = !env_push(&env, &n, &cap, v);
+		}
+	}
+	nk__ilist_free(&cpus);
 	if (ok)
 		return env;
 fail:
