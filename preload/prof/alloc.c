@@ -254,18 +254,6 @@ int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page)
 	return rc;
 }
 
-uint64_t nkp_tracked_pages(size_t run)
-{
-	atomic_fetch_add(&readers, 1);
-	struct rset *s = atomic_load(&cur_set);
-	uint64_t n = 0, ps = (uint64_t)nkp.page_size;
-	for (size_t i = 0; s && i < s->n; i++)
-		if ((s->r[i].hi - s->r[i].lo) / ps >= run)
-			n += (s->r[i].hi - s->r[i].lo) / ps;
-	atomic_fetch_sub(&readers, 1);
-	return n;
-}
-
 size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max)
 {
 	if (!run || !starts || !max)

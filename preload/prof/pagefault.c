@@ -136,10 +136,8 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #endif
 #define PF_PROBE 32u              /* probe window of the table */
 #define PF_MAX_OUT (PF_SLOTS / 2) /* at most this many pages revoked at a time */
-#define PF_MAX_RUNS 256           /* runs per round */
-#define PF_MAX_RUN 4              /* pages per run: short, for independent picks (a run's pages are
-				   * touched by one thread one after the other, 16 made guest
-				   * fractions vary by +-5 points between runs) */
+#define PF_MAX_RUNS 64            /* runs per round */
+#define PF_MAX_RUN 16             /* pages per run */
 #define PF_PENDING 1024u          /* first-touch samples waiting for their node */
 #define PF_HOLDS 256u             /* I/O calls in flight holding spans */
 #define PF_FORGETS 64u            /* ring of recently forgotten ranges */
@@ -148,13 +146,13 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
 static double PF_MAX_OVERHEAD = PF_MAX_OVERHEAD_DEFAULT;
 #define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
-#define PF_EXPIRE_NS NK__PF_WINDOW_NS
+#define PF_EXPIRE_NS 1000000000ull
 #define PF_NEW_BLOCK_PAGES 4u
 
 enum { PF_ARMING = 1, PF_ARMED = 2, PF_CLAIMED = 3, PF_STATE = 3 };
 
 struct pf_meta {
-	_Atomic uint64_t armed_ns; /* the last pick: arming, or a pick of the page while armed (pf_insert) */
+	uint64_t armed_ns;
 	int16_t node;   /* node at arm time, -1 not present */
 	uint8_t flags;  /* NK__SF_FIRST_TOUCH when not present */
 	uint8_t random; /* 1: picked by the sampler (weight by rate); 0: new block */
@@ -170,37 +168,6 @@ static atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 static atomic_int pf_running;       /* the sampler thread should go on */
 static atomic_uint pf_period_ns = 10000000u;
 static atomic_int pf_over;           /* the governor cut the rate last period: new blocks are not armed */
-
-/*
- * The weight of a sample (pf_window_weight).  The sampler picks pages uniformly among the tracked ones,
- * and a pick of a page armed already restarts its life (pf_insert).  A sample whose page was last
- * picked more than NK__PF_WINDOW_NS before the access is not emitted (the expiry pass that should have
- * given it back was late).  So a page the program left alone for at least NK__PF_WINDOW_NS is armed
- * at its next touch with probability P = 1 - exp(-R), R being the picks per tracked page in the
- * window before the touch, and the sample stands for 1/P visits, kept in units of 1/PF_W_UNIT.  R
- * changes with the phase: the sampler thread competes with the program for cpus (it picks far more
- * while one thread initialises than while all of them compute), with the governor, with PF_MAX_OUT.
- * Without the weight a serial initialisation got twice the samples per pass of a parallel sweep and
- * the remote fraction of prof_hotspot came out 3-10 points low (docs/profile.md).  Pages revisited
- * sooner than the window are sampled less often than P says: the analysis corrects that per
- * instruction from the delays (analysis.c, pf_gap_weights).
- * The ring of (round's arming time, picks per page so far) is written by the sampler thread alone and
- * read by the handler: an entry is complete before pf_hz_n counts it, and the handler only reads
- * entries far from the one being overwritten.
- */
-#define PF_W_UNIT NK__PF_WEIGHT_UNIT
-#define PF_HZ 1024u       /* rounds remembered: >= 10 s at the shortest period, 10 ms */
-#define PF_HZ_ONE 4294967296.0 /* fixed point of the picks per page */
-static struct {
-	_Atomic uint64_t t; /* armed_ns of the round's picks */
-	_Atomic uint64_t c; /* picks per tracked page since the start, times PF_HZ_ONE */
-} pf_hz[PF_HZ];
-static _Atomic uint64_t pf_hz_n; /* rounds recorded */
-static _Atomic uint64_t pf_hz_pending; /* picks of the round being armed, times PF_HZ_ONE, per page */
-static uint64_t pf_round_tracked;      /* the round's tracked pages (sampler thread, under pf_lock) */
-static unsigned pf_round_counted;      /* its picks that took effect so far */
-static double pf_hz_c;           /* picks per tracked page since the start (sampler thread) */
-static atomic_ulong pf_late;     /* faults on pages picked longer than the window ago: not emitted */
 
 static uintptr_t pf_ps = 4096, pf_shift = 12;
 
@@ -306,12 +273,7 @@ static int pf_find(uintptr_t page)
 	return -1;
 }
 
-/*
- * Insert @p page as ARMING.  Under pf_lock.  The slot, or -1 (present already or window full).  A
- * random pick of a page armed already restarts its life (armed_ns) and returns -2: a page is then
- * armed at a touch exactly when a pick of it took effect since its last touch and within
- * NK__PF_WINDOW_NS, which is what pf_window_weight assumes.
- */
+/* Insert @p page as ARMING.  Under pf_lock.  The slot, or -1 (present already or window full). */
 static int pf_insert(uintptr_t page, int node, uint8_t flags, uint8_t random, uint64_t now)
 {
 	unsigned h = pf_hash(page);
@@ -320,22 +282,15 @@ static int pf_insert(uintptr_t page, int node, uint8_t flags, uint8_t random, ui
 	for (unsigned i = 0; i < PF_PROBE; i++) {
 		unsigned j = (h + i) & (PF_SLOTS - 1);
 		uintptr_t k = atomic_load_explicit(&pf_key[j], memory_order_acquire);
-		if (k && (k & ~(uintptr_t)PF_STATE) == page) {
-			if (random && (k & PF_STATE) == PF_ARMED) {
-				atomic_store_explicit(&pf_meta[j].armed_ns, nkp_now(), memory_order_relaxed);
-				return -2;
-			}
+		if (k && (k & ~(uintptr_t)PF_STATE) == page)
 			return -1;
-		}
 		if (!k && free_slot < 0)
 			free_slot = (int)j;
 	}
 	if (free_slot < 0)
 		return -1;
-	atomic_store_explicit(&pf_meta[free_slot].armed_ns, now, memory_order_relaxed);
-	pf_meta[free_slot].node = (int16_t)node;
-	pf_meta[free_slot].flags = flags;
-	pf_meta[free_slot].random = random;
+	pf_meta[free_slot] =
+		(struct pf_meta){ .armed_ns = now, .node = (int16_t)node, .flags = flags, .random = random };
 	/* Only inserters (serialised by pf_lock) move a key away from 0. */
 	atomic_store_explicit(&pf_key[free_slot], page | PF_ARMING, memory_order_seq_cst);
 	/* seq_cst: a hold or an exclusion published before this is seen by pf_arm_run; one published after
@@ -410,53 +365,8 @@ static void pf_deliver(struct nk__nkp_sample *s)
 	nkp_emit(s);
 }
 
-/* 1 - exp(-r) for r >= 0, without libm: exp(-r/64) by its series, squared six times.  AS-safe. */
-static double pf_one_minus_exp(double r)
-{
-	if (r <= 0)
-		return 0;
-	if (r > 40)
-		return 1;
-	double x = r / 64, e = 1 - x * (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5))));
-	for (int i = 0; i < 6; i++)
-		e *= e;
-	return 1 - e;
-}
-
-/* The weight of a sample taken at @p now of a page armed at random (see PF_W_UNIT).  AS-safe. */
-static uint32_t pf_window_weight(uint64_t now)
-{
-	uint64_t n, pending, c_now;
-	/* The round being armed counts too (its pages may fault before it is recorded); read it with the
-	 * newest count as one pair. */
-	for (int tries = 0;; tries++) {
-		n = atomic_load_explicit(&pf_hz_n, memory_order_acquire);
-		pending = atomic_load_explicit(&pf_hz_pending, memory_order_acquire);
-		c_now = n ? atomic_load_explicit(&pf_hz[(n - 1) % PF_HZ].c, memory_order_relaxed) : 0;
-		if (atomic_load_explicit(&pf_hz_n, memory_order_acquire) == n || tries == 3)
-			break;
-	}
-	if (!n)
-		return PF_W_UNIT;
-	c_now += pending;
-	uint64_t from = now > NK__PF_WINDOW_NS ? now - NK__PF_WINDOW_NS : 0;
-	/* The newest round recorded before the window: its count is the base (the oldest readable if none). */
-	uint64_t lo = n > PF_HZ - 16 ? n - (PF_HZ - 16) : 0, hi = n - 1;
-	while (lo < hi) {
-		uint64_t mid = hi - (hi - lo) / 2;
-		if (atomic_load_explicit(&pf_hz[mid % PF_HZ].t, memory_order_relaxed) < from)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	uint64_t c_base = atomic_load_explicit(&pf_hz[lo % PF_HZ].c, memory_order_relaxed);
-	double p = pf_one_minus_exp((double)(c_now - c_base) / PF_HZ_ONE);
-	double w = p > 0 ? (double)PF_W_UNIT / p : 65535.0;
-	return w > 65535.0 ? 65535u : (uint32_t)(w + 0.5);
-}
-
-/* A sample for @p page of @p slot (claimed by us).  Returns 1 when it must not be emitted (late). */
-static int pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64_t now)
+/* A sample for @p page of @p slot (claimed by us). */
+static void pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64_t now)
 {
 	const struct pf_meta *m = &pf_meta[slot];
 	int cpu = pf_cpu();
@@ -471,19 +381,15 @@ static int pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64_
 	s->phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed);
 	s->sampler = NK__SAMPLER_PAGEFAULT;
 	s->flags = (uint8_t)(m->flags | (m->random ? 0 : NK__SF_NEW_BLOCK));
-	/* The delay since the page was last picked: the analysis estimates from it how soon the program
-	 * comes back to the pages of each instruction (pf_gap_weights). */
-	uint64_t armed = atomic_load_explicit(&m->armed_ns, memory_order_relaxed);
-	uint64_t us = now > armed ? (now - armed) / 1000 : 0;
+	s->weight = 1;
+	/* The delay since arming: the analysis estimates from it how long a page goes untouched before
+	 * each kind of access, which decides how likely such accesses are to be sampled. */
+	uint64_t us = now > m->armed_ns ? (now - m->armed_ns) / 1000 : 0;
 	s->latency = us < 1 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-	/* Pages armed at random: 1/P visits; a new block's pages were armed for sure. */
-	s->weight = PF_W_UNIT;
-	if (m->random) {
-		if (now > armed + NK__PF_WINDOW_NS)
-			return 1;
-		s->weight = pf_window_weight(now);
+	if (m->random && now > m->armed_ns) {
+		uint64_t w = atomic_load_explicit(&pf_period_ns, memory_order_relaxed) / (now - m->armed_ns);
+		s->weight = w < 1 ? 1 : w > 65535 ? 65535 : (uint32_t)w;
 	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ the fault */
@@ -569,16 +475,14 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 		return 1;
 	}
 	struct nk__nkp_sample s;
-	int late = pf_sample(&s, slot, a, t0);
+	pf_sample(&s, slot, a, t0);
 	if (pf_restore(slot, page)) {
 		errno = saved_errno;
 		return 0;
 	}
 	pf_decode_context(uctx, &s.ip, &s.access);
 	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
-	if (late)
-		atomic_fetch_add_explicit(&pf_late, 1, memory_order_relaxed);
-	else if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
+	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
 		pf_deliver(&s);
 	pf_cost(nkp_now() - t0 + PF_FAULT_NS);
 	errno = saved_errno;
@@ -619,10 +523,11 @@ static void pf_release_range(uintptr_t s, uintptr_t e, int io, uint8_t access)
 				struct nk__nkp_sample smp;
 				if (!now)
 					now = nkp_now();
-				int late = pf_sample(&smp, slot, page, now);
-				if (pf_restore(slot, page) == 0 && io && !late) {
+				pf_sample(&smp, slot, page, now);
+				if (pf_restore(slot, page) == 0 && io) {
 					smp.flags |= NK__SF_IO;
 					smp.access = access;
+					smp.weight = 1;
 					atomic_fetch_add_explicit(&pf_io_pages, 1, memory_order_relaxed);
 					if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
 						pf_deliver(&smp);
@@ -793,57 +698,33 @@ static int pf_is_own(uintptr_t s, uintptr_t e)
 /* ------------------------------------------------------------ arming */
 
 /*
- * Under pf_lock: revoke the pages of [start, start + n pages) whose nodes are @p status (move_pages
- * status, <0 not present) and that are not in the table already, one mprotect per stretch of such
- * pages.  A page already armed is left as it is: every page of the run had the same chance to be
- * picked, armed or not, which is what the weight of a sample (pf_weight) assumes.  Returns pages armed.
+ * Under pf_lock: revoke [start, start + n pages) whose nodes are @p status (move_pages status, <0 not
+ * present).  All or nothing.  Returns pages armed.
  */
 static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now)
 {
-	unsigned armed = 0;
-	/* Random picks count in the window as soon as they take effect (pf_window_weight). */
-	uint64_t one = random && pf_round_tracked ? (uint64_t)(PF_HZ_ONE / (double)pf_round_tracked) : 0;
+	int slots[PF_MAX_RUN];
+	uintptr_t end = start + ((uintptr_t)n << pf_shift);
+	unsigned k;
 
-	for (unsigned i = 0; i < n;) {
-		int slots[PF_MAX_RUN];
-		unsigned k = 0, full = 0;
-		while (i + k < n && !(full = k == PF_MAX_RUN)) {
-			int st = status[i + k];
-			int sl = pf_insert(start + ((uintptr_t)(i + k) << pf_shift), st >= 0 ? st : -1,
-					   st == -ENOENT ? NK__SF_FIRST_TOUCH : 0, random, now);
-			if (sl == -2 && one) {
-				pf_round_counted++;
-				atomic_fetch_add_explicit(&pf_hz_pending, one, memory_order_acq_rel);
-			}
-			if (sl < 0)
-				break;
-			slots[k++] = sl;
-		}
-		if (k) {
-			uintptr_t s = start + ((uintptr_t)i << pf_shift), e = s + ((uintptr_t)k << pf_shift);
-			/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
-			if (pf_held(s, e) || pf_excluded(s, e) || nk__os_protect((void *)s, e - s, NK__PROT_NONE)) {
-				for (unsigned j = 0; j < k; j++)
-					pf_clear(slots[j]);
-			} else {
-				/* Armed now, not when picked: the sampler may have been preempted in between. */
-				uint64_t at = random ? nkp_now() : now;
-				for (unsigned j = 0; j < k; j++) {
-					atomic_store_explicit(&pf_meta[slots[j]].armed_ns, at, memory_order_relaxed);
-					atomic_store_explicit(&pf_key[slots[j]], (s + ((uintptr_t)j << pf_shift)) | PF_ARMED,
-							      memory_order_release);
-				}
-				armed += k;
-				if (one) {
-					pf_round_counted += k;
-					atomic_fetch_add_explicit(&pf_hz_pending, one * k, memory_order_acq_rel);
-				}
-			}
-		}
-		/* Past the page that is in the table already (or found its probe window full). */
-		i += k + !full;
+	for (k = 0; k < n; k++) {
+		int st = status[k];
+		slots[k] = pf_insert(start + ((uintptr_t)k << pf_shift), st >= 0 ? st : -1,
+				     st == -ENOENT ? NK__SF_FIRST_TOUCH : 0, random, now);
+		if (slots[k] < 0)
+			break;
 	}
-	return armed;
+	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
+	if (k < n || pf_held(start, end) || pf_excluded(start, end) ||
+	    nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+		for (unsigned i = 0; i < k; i++)
+			pf_clear(slots[i]);
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		atomic_store_explicit(&pf_key[slots[i]], (start + ((uintptr_t)i << pf_shift)) | PF_ARMED,
+				      memory_order_release);
+	return n;
 }
 
 void nkp_pf_new_block(uintptr_t addr, size_t len)
@@ -915,7 +796,7 @@ static unsigned pf_expire(uint64_t before)
 		uintptr_t page = k & ~(uintptr_t)PF_STATE;
 		if (pf_claim((int)i, page) != PF_GOT)
 			continue;
-		if (atomic_load_explicit(&pf_meta[i].armed_ns, memory_order_relaxed) >= before) {
+		if (pf_meta[i].armed_ns >= before) {
 			atomic_store_explicit(&pf_key[i], page | PF_ARMED, memory_order_release);
 			continue;
 		}
@@ -926,17 +807,14 @@ static unsigned pf_expire(uint64_t before)
 	return n;
 }
 
-/* One round: revoke about @p want pages in runs of @p run.  Returns the pages picked (armed now or
- * already), the sampler's attempts for pf_weight. */
-static void pf_hazard(uint64_t t0, unsigned picked, uint64_t tracked);
-
+/* One round: revoke about @p want pages in runs of @p run.  Returns pages armed. */
 static unsigned pf_round(unsigned want, unsigned run)
 {
 	uintptr_t starts[PF_MAX_RUNS];
 	void *pages[PF_MAX_RUNS * PF_MAX_RUN];
 	int status[PF_MAX_RUNS * PF_MAX_RUN];
 	size_t nruns = (want + run - 1) / run, got;
-	unsigned np = 0;
+	unsigned armed = 0, np = 0;
 	uint64_t gen, tgen;
 
 	if (nruns > PF_MAX_RUNS)
@@ -946,12 +824,9 @@ static unsigned pf_round(unsigned want, unsigned run)
 	pthread_mutex_unlock(&pf_lock);
 	tgen = nkp_tracked_generation();
 	got = nkp_tracked_random_runs(&pf_rng, run, starts, nruns);
-	uint64_t tracked = nkp_tracked_pages(run);
-	uint64_t t0 = nkp_now();
-	if (!got) {
-		pf_hazard(t0, 0, 0);
+	if (!got)
 		return 0;
-	}
+	uint64_t t0 = nkp_now();
 	pthread_mutex_lock(&pf_lock);
 	for (size_t r = 0; r < got; r++) {
 		uintptr_t s = starts[r] & ~(pf_ps - 1), e = s + ((uintptr_t)run << pf_shift);
@@ -964,39 +839,19 @@ static unsigned pf_round(unsigned want, unsigned run)
 		for (unsigned k = 0; k < run; k++)
 			pages[np++] = (void *)(s + ((uintptr_t)k << pf_shift));
 	}
-	/* Each pick counts (pf_hz_pending) once it took effect, the round once it is done: the sampler may
-	 * be preempted in between, for long under emulation, and a page armed then may fault meanwhile. */
-	pf_round_tracked = tracked;
-	pf_round_counted = 0;
 	if (np) {
 		pf_query_or_unknown(np, pages, status);
 		unsigned p = 0;
 		for (size_t r = 0; r < got; r++) {
 			if (!starts[r])
 				continue;
-			pf_arm_run(starts[r], run, &status[p], 1, t0);
+			armed += pf_arm_run(starts[r], run, &status[p], 1, t0);
 			p += run;
 		}
 	}
-	pf_hazard(nkp_now(), pf_round_counted, tracked);
-	atomic_store_explicit(&pf_hz_pending, 0, memory_order_release);
-	pf_round_tracked = 0;
 	pthread_mutex_unlock(&pf_lock);
 	pf_cost(nkp_now() - t0);
-	return np;
-}
-
-/* Before a round arms @p picked pages (out of @p tracked the picks were made from) at @p t0: the picks
- * per tracked page so far, in the ring the handler reads (pf_window_weight).  Sampler thread. */
-static void pf_hazard(uint64_t t0, unsigned picked, uint64_t tracked)
-{
-
-	if (picked && tracked)
-		pf_hz_c += (double)picked / (double)tracked;
-	uint64_t n = atomic_load_explicit(&pf_hz_n, memory_order_relaxed);
-	atomic_store_explicit(&pf_hz[n % PF_HZ].t, t0, memory_order_relaxed);
-	atomic_store_explicit(&pf_hz[n % PF_HZ].c, (uint64_t)(pf_hz_c * PF_HZ_ONE), memory_order_relaxed);
-	atomic_store_explicit(&pf_hz_n, n + 1, memory_order_release);
+	return armed;
 }
 
 static void *pf_main(void *arg)
@@ -1008,7 +863,6 @@ static void *pf_main(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	nkp_own_thread_cpus();
 	while (atomic_load_explicit(&pf_running, memory_order_acquire)) {
 		uint64_t period = atomic_load_explicit(&pf_period_ns, memory_order_relaxed);
 		struct timespec ts;
@@ -1038,7 +892,7 @@ static void *pf_main(void *arg)
 		}
 		last = now;
 		last_cost = cost;
-		if (now - last_expire > PF_EXPIRE_NS / 4 || PF_EXPIRE_NS < 1000000000u) {
+		if (now - last_expire > PF_EXPIRE_NS / 4) {
 			pf_expire(now > PF_EXPIRE_NS ? now - PF_EXPIRE_NS : 0);
 			last_expire = now;
 		}
@@ -1049,16 +903,13 @@ static void *pf_main(void *arg)
 				pf_expire(UINT64_MAX);
 				pthread_mutex_unlock(&pf_lock);
 			}
-			pf_hazard(now, 0, 0);
 			continue;
 		}
 		double target = nkp.rate * (double)period / 1e9 * scale;
 		unsigned want = target < 1.0 ? 1u : (unsigned)(target + 0.5);
 		unsigned out = atomic_load_explicit(&pf_out, memory_order_relaxed);
-		if (out >= PF_MAX_OUT) {
-			pf_hazard(now, 0, 0);
+		if (out >= PF_MAX_OUT)
 			continue;
-		}
 		if (want > PF_MAX_OUT - out)
 			want = PF_MAX_OUT - out;
 		if (want > PF_MAX_RUNS * PF_MAX_RUN)
@@ -1146,10 +997,6 @@ void nkp_pf_start(void)
 	atomic_store(&pf_period_ns, (unsigned)period);
 	pf_n_own = 0;
 	dl_iterate_phdr(pf_own_cb, (void *)(uintptr_t)&pf_key);
-	pf_hz_c = 0;
-	atomic_store(&pf_hz[0].t, nkp_now());
-	atomic_store(&pf_hz[0].c, 0);
-	atomic_store(&pf_hz_n, 1);
 	atomic_store_explicit(&pf_started, 1, memory_order_release);
 	pf_spawn();
 }
@@ -1205,7 +1052,6 @@ void nkp_pf_after_fork(void)
 	atomic_store(&pf_faults, 0);
 	atomic_store(&pf_io_pages, 0);
 	atomic_store(&pf_expired, 0);
-	atomic_store(&pf_late, 0);
 	atomic_store(&pf_lost, 0);
 	atomic_store(&pf_cost_ns, 0);
 	pf_thread_live = 0;
@@ -1260,7 +1106,6 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
 	pf_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
 	pf_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
-	pf_put_kv(buf, cap, &n, "late", atomic_load(&pf_late), 0);
 	pf_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
 	pf_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
 	pf_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);

@@ -74,7 +74,7 @@ extern struct nkp_state nkp;
 /** CLOCK_MONOTONIC ns since the part began.  AS-safe. */
 uint64_t nkp_now(void);
 /**
- * Let the calling runtime thread (sampler, flusher) run on every cpu `numakit profile` was given
+ * Let the calling runtime thread (the flusher) run on every cpu `numakit profile` was given
  * (NK_PROF_CPUS), not only on the one the main thread was bound to when it was started.
  */
 void nkp_own_thread_cpus(void);
@@ -127,9 +127,6 @@ int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page);
  * Not AS-safe (sampler thread).
  */
 size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max);
-/** Pages inside tracked ranges of at least @p run pages: those nkp_tracked_random_runs picks runs of
- * @p run pages from.  Lock-free, not AS-safe. */
-uint64_t nkp_tracked_pages(size_t run);
 /** 1 when [page, page + page_size) lies inside a tracked range.  AS-safe (lock-free reads). */
 int nkp_tracked_contains(uintptr_t page);
 /**

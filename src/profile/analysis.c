@@ -5,7 +5,6 @@
  * nk__sym_* interface when a symtab is given.
  */
 #include <jansson.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -679,70 +678,6 @@ static void free_pc(struct proc_ctx *pc)
 	free(pc->stack_var);
 }
 
-/*
- * The weights of a process's pagefault samples, corrected for pages the program comes back to sooner
- * than the sampler's window (NK__PF_WINDOW_NS).  The runtime weighs a sample by 1/P, P = 1 - exp(-R)
- * the chance that a page untouched for the whole window was picked in it (weight = unit / P), i.e.
- * picks at a rate l = R / window.  A page revisited every g < window is armed at a visit only when
- * picked within g: P = 1 - exp(-l g), and its visits count too little against, say, a serial
- * initialisation (once, after a long wait).  The delay d from the last pick to the fault is then
- * exponential with rate l cut at g, so its 95th percentile d95 per instruction (at least AN_GAP_MIN
- * samples) gives 1 - exp(-l g) = (1 - exp(-l d95)) / 0.95, the P used when below the runtime's.  An
- * instruction that revisits pages at different paces (a first sweep after a long initialisation, then
- * fast ones) gets the slowest pace: tried per time neighbourhood instead, the estimate was too noisy
- * (it tripled a serial initialisation in the guest).  Writes @p w (one per sample); 0 or NK_ENOMEM.
- */
-#define AN_GAP_MIN 20
-struct an_gap {
-	uint64_t ip;
-	uint32_t lat;
-	size_t k;
-};
-
-static int cmp_gap(const void *a, const void *b)
-{
-	const struct an_gap *x = a, *y = b;
-	if (x->ip != y->ip)
-		return x->ip < y->ip ? -1 : 1;
-	return x->lat < y->lat ? -1 : x->lat > y->lat;
-}
-
-static int pf_gap_weights(const struct nk__nkp_process_data *pd, uint32_t *w)
-{
-	size_t n = 0;
-	struct an_gap *g = malloc((pd->n_samples ? pd->n_samples : 1) * sizeof *g);
-
-	if (!g)
-		return NK_ENOMEM;
-	for (size_t k = 0; k < pd->n_samples; k++) {
-		const struct nk__nkp_sample *sm = &pd->samples[k];
-		w[k] = sm->weight ? sm->weight : 1;
-		if (sm->sampler == NK__SAMPLER_PAGEFAULT && !(sm->flags & (NK__SF_NEW_BLOCK | NK__SF_IO)) &&
-		    sm->weight > NK__PF_WEIGHT_UNIT && sm->latency && sm->ip)
-			g[n++] = (struct an_gap){ sm->ip, sm->latency, k };
-	}
-	qsort(g, n, sizeof *g, cmp_gap);
-	const double window_us = (double)NK__PF_WINDOW_NS / 1000.0;
-	for (size_t lo = 0, hi; lo < n; lo = hi) {
-		for (hi = lo + 1; hi < n && g[hi].ip == g[lo].ip; hi++)
-			;
-		if (hi - lo < AN_GAP_MIN)
-			continue;
-		double d95 = (double)g[lo + (size_t)(0.95 * (double)(hi - lo - 1))].lat;
-		for (size_t i = lo; i < hi; i++) {
-			double pw = (double)NK__PF_WEIGHT_UNIT / (double)w[g[i].k];
-			double rate = -log1p(-pw) / window_us; /* picks per page per us */
-			double p = -expm1(-rate * d95) / 0.95;
-			if (p >= pw)
-				continue;
-			double nw = p > 0 ? (double)NK__PF_WEIGHT_UNIT / p : 16777216.0;
-			w[g[i].k] = nw > 16777216.0 ? 16777216u : (uint32_t)(nw + 0.5);
-		}
-	}
-	free(g);
-	return 0;
-}
-
 static int attribute_all(struct ctx *c)
 {
 	const struct nk__nkp_profile *p = c->p;
@@ -798,12 +733,6 @@ static int attribute_all(struct ctx *c)
 		uint64_t ps = page_size_of(pd);
 		if (i == 0)
 			c->a->page_size = ps;
-		uint32_t *wk = malloc((pd->n_samples ? pd->n_samples : 1) * sizeof *wk);
-		if (!wk || pf_gap_weights(pd, wk)) {
-			free(wk);
-			free_pc(&pc);
-			return NK_ENOMEM;
-		}
 		for (size_t k = 0; k < pd->n_samples; k++) {
 			const struct nk__nkp_sample *sm = &pd->samples[k];
 			uint16_t phase = 0;
@@ -813,14 +742,12 @@ static int attribute_all(struct ctx *c)
 			if (c->only_phase >= 0 && phase != (uint16_t)(c->only_phase + 1))
 				continue;
 			if (c->n_recs == total) { /* cannot happen: the same samples as the whole-profile run */
-				free(wk);
 				free_pc(&pc);
 				return NK_ENOMEM;
 			}
 			int v = attribute(c, i, &pc, sm->addr, sm->time_ns);
 			int th = v >= 0 ? thread_get(c, (uint32_t)i, sm->tid, -1) : v;
 			if (v < 0 || th < 0) {
-				free(wk);
 				free_pc(&pc);
 				return NK_ENOMEM;
 			}
@@ -829,7 +756,7 @@ static int attribute_all(struct ctx *c)
 			r->var = (uint32_t)v;
 			r->proc = (uint32_t)i;
 			r->thread = (uint32_t)th;
-			r->w = wk[k];
+			r->w = sm->weight ? sm->weight : 1;
 			r->cnode = sm->cpu_node;
 			r->pnode = sm->page_node;
 			r->access = sm->access;
@@ -870,7 +797,6 @@ static int attribute_all(struct ctx *c)
 				as->first_touch = ip->ft;
 			}
 		}
-		free(wk);
 		free_pc(&pc);
 	}
 	(void)nft;

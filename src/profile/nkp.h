@@ -180,15 +180,6 @@ enum nk__nkp_sample_flags {
 	NK__SF_NEW_BLOCK = 8,   /* pagefault: the page was armed because its block was new, not picked at random */
 };
 
-/*
- * pagefault: a page picked at random is sampled only when touched within this long of its last pick
- * (the runtime's expiry gives it back after that); the weight of such a sample is PF_W_UNIT (16)
- * divided by the probability that a page untouched for at least this long is armed at its touch, and
- * its latency is the delay since the last pick (docs/formats.md).
- */
-#define NK__PF_WINDOW_NS 1000000000ull
-#define NK__PF_WEIGHT_UNIT 16u
-
 enum nk__nkp_sampler { NK__SAMPLER_PAGEFAULT = 1, NK__SAMPLER_HW = 2, NK__SAMPLER_TRACE = 3 };
 
 /* One sample, 48 bytes, the same from every sampler. */

@@ -29,11 +29,6 @@ uint32_t nkp_tid(void)
 {
 	return (uint32_t)syscall(SYS_gettid);
 }
-static int own_cpus_called;
-void nkp_own_thread_cpus(void)
-{
-	own_cpus_called++;
-}
 int nkp_cpu_node(int cpu)
 {
 	return cpu >= 0 ? 0 : -1;
@@ -58,10 +53,6 @@ size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, siz
 	for (size_t i = 0; i < max; i++)
 		starts[i] = tr_lo + ((uintptr_t)(pf_rand(rng) % (pages - run + 1)) << pf_shift);
 	return max;
-}
-uint64_t nkp_tracked_pages(size_t run)
-{
-	return ((tr_hi - tr_lo) >> pf_shift) >= run ? (tr_hi - tr_lo) >> pf_shift : 0;
 }
 static uint64_t tr_gen = 1;
 uint64_t nkp_tracked_generation(void)
@@ -147,17 +138,7 @@ static void test_fault_path(void)
 	uint64_t now = nkp_now();
 	CHECK(pf_arm_run(page_of(m, 0), 4, &status[0], 1, now) == 4);
 	CHECK(pf_arm_run(page_of(m, 40), 2, &status[40], 0, now) == 2);
-	CHECK(pf_arm_run(page_of(m, 2), 2, &status[2], 1, now) == 0); /* already armed */
-	CHECK(atomic_load(&pf_out) == 6);
-	/* A run over armed and unarmed pages arms the unarmed ones (and leaves the others be): pages 4-5
-	 * and 7, not 6 (taken out of the table by hand, as if someone held its slot). */
-	int sl6 = pf_insert(page_of(m, 6), status[6], 0, 1, now);
-	CHECK(sl6 >= 0);
-	CHECK(pf_arm_run(page_of(m, 2), 6, &status[2], 1, now) == 3);
-	CHECK(pf_find(page_of(m, 4)) >= 0 && pf_find(page_of(m, 5)) >= 0 && pf_find(page_of(m, 7)) >= 0);
-	CHECK(atomic_load(&pf_out) == 10);
-	pf_clear(sl6);
-	CHECK(v[4 * pf_ps] == 4 && v[5 * pf_ps] == 5 && v[6 * pf_ps] == 6 && v[7 * pf_ps] == 7);
+	CHECK(pf_arm_run(page_of(m, 2), 2, &status[2], 1, now) == 0); /* already armed: all or nothing */
 	CHECK(atomic_load(&pf_out) == 6);
 
 	unsigned before = atomic_load(&n_got);
@@ -169,7 +150,7 @@ static void test_fault_path(void)
 	CHECK(w->addr == (uintptr_t)m + pf_ps + 5 && w->access == NK__ACC_WRITE);
 	CHECK(r->tid == nkp_tid() && r->sampler == NK__SAMPLER_PAGEFAULT && r->flags == 0);
 	CHECK(r->latency >= 1 && w->latency >= 1); /* arm-to-access delay, us */
-	CHECK(r->page_node == status[0] && r->weight >= PF_W_UNIT);
+	CHECK(r->page_node == status[0] && r->weight >= 1);
 	CHECK(v[pf_ps + 5] == 7 && v[2 * pf_ps] == 2); /* page 2 faulted and came back with its data */
 
 	/* First touch: parked until the sampler thread knows the node. */
@@ -179,7 +160,7 @@ static void test_fault_path(void)
 	pf_flush_pending();
 	CHECK(atomic_load(&n_got) == before + 1);
 	CHECK(got[before].flags == (NK__SF_FIRST_TOUCH | NK__SF_NEW_BLOCK) && got[before].page_node >= 0 &&
-	      got[before].access == NK__ACC_WRITE && got[before].weight == PF_W_UNIT);
+	      got[before].access == NK__ACC_WRITE && got[before].weight == 1);
 
 	/* I/O: begin gives back our pages in the span as I/O samples and holds the span. */
 	before = atomic_load(&n_got);
@@ -228,90 +209,6 @@ static void test_fault_path(void)
 	CHECK(pf_expire(UINT64_MAX) == 1 && atomic_load(&pf_out) == 0);
 	CHECK(atomic_load(&n_got) == before);
 	munmap(m, 64 * pf_ps);
-}
-
-/*
- * The weight of a sample: 1/P visits in units of PF_W_UNIT, P = 1 - exp(-R), R the picks per tracked
- * page armed within NK__PF_WINDOW_NS before the access.  A page picked longer ago than that gives no
- * sample (its expiry was late).
- */
-static double dabs(double x)
-{
-	return x < 0 ? -x : x;
-}
-
-static void test_weight(void)
-{
-	static const double r[] = { 1e-6, 0.01, 0.3, 1, 2.5, 7, 39, 41 };
-	static const double want[] = { 1e-6, 0.00995016625, 0.259181779, 0.632120559, 0.917915, 0.999088, 1, 1 };
-	for (unsigned i = 0; i < sizeof r / sizeof *r; i++)
-		CHECK(dabs(pf_one_minus_exp(r[i]) - want[i]) < 1e-6 * want[i] + 1e-9);
-	CHECK(pf_one_minus_exp(0) == 0 && pf_one_minus_exp(-1) == 0);
-
-	uintptr_t lo = tr_lo, hi = tr_hi;
-	tr_lo = 1u << 20;
-	tr_hi = tr_lo + 1000 * pf_ps; /* 1000 tracked pages */
-	CHECK(pf_window_weight(5) == PF_W_UNIT); /* nothing recorded yet */
-	pf_hz_c = 0;
-	atomic_store(&pf_hz[0].t, 0);
-	atomic_store(&pf_hz[0].c, 0);
-	atomic_store(&pf_hz_n, 1);
-	const uint64_t t = 5000000000u, ms = 1000000u, W = NK__PF_WINDOW_NS, step = W / 10;
-	/* 50 picks per tenth of the window, for a window: R = 0.5 picks per page in the window. */
-	for (uint64_t i = 1; i <= 10; i++)
-		pf_hazard(t + i * step, 50, 1000);
-	double p = pf_one_minus_exp(0.5);
-	CHECK(dabs(pf_window_weight(t + W + step / 2) - PF_W_UNIT / p) < 1);
-	/* The window slides with the access, not with the sampler's rounds (which may starve): 3.5 steps
-	 * later only the picks recorded from t + 4 steps on count. */
-	p = pf_one_minus_exp(0.35);
-	CHECK(dabs(pf_window_weight(t + W + 3 * step + step / 2) - PF_W_UNIT / p) < 1);
-	CHECK(pf_window_weight(t + W + 3 * step + step / 2) > pf_window_weight(t + W + step / 2));
-	/* A window of 10 picks per round: only those count. */
-	for (uint64_t i = 11; i <= 20; i++)
-		pf_hazard(t + i * step, 10, 1000);
-	p = pf_one_minus_exp(10.0 * 10 / 1000);
-	CHECK(dabs(pf_window_weight(t + 2 * W + step / 2) - PF_W_UNIT / p) < 1);
-	/* A round being armed counts before it is recorded. */
-	atomic_store(&pf_hz_pending, (uint64_t)(0.5 * PF_HZ_ONE));
-	p = pf_one_minus_exp(0.6);
-	CHECK(dabs(pf_window_weight(t + 2 * W + step / 2) - PF_W_UNIT / p) < 1);
-	atomic_store(&pf_hz_pending, 0);
-	/* Nothing picked in the window: the largest weight. */
-	for (uint64_t i = 21; i <= 40; i++)
-		pf_hazard(t + i * step, 0, 1000);
-	CHECK(pf_window_weight(t + 4 * W + step / 2) == 65535);
-	/* More rounds than the ring holds: still the window's picks (1 per round, a hundred in the window). */
-	const uint64_t u = W / 100;
-	for (uint64_t i = 1; i <= 3 * PF_HZ; i++)
-		pf_hazard(t + 5 * W + i * u, 1, 100);
-	p = pf_one_minus_exp(1.0);
-	CHECK(dabs(pf_window_weight(t + 5 * W + 3 * PF_HZ * u + u / 2) - PF_W_UNIT / p) < 1);
-	(void)ms;
-	tr_lo = lo;
-	tr_hi = hi;
-
-	/* Late: a page picked longer than the window ago faults, comes back, and gives no sample. */
-	unsigned char *m = mmap(NULL, 2 * pf_ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
-	m[0] = 42;
-	m[pf_ps] = 43;
-	int st[2] = { 0, 0 };
-	uint64_t now = nkp_now();
-	atomic_store(&nkp.sampling, 1);
-	CHECK(pf_arm_run((uintptr_t)m, 2, st, 1, now) == 2);
-	int sl = pf_find((uintptr_t)m);
-	CHECK(sl >= 0);
-	atomic_store(&pf_meta[sl].armed_ns, now - NK__PF_WINDOW_NS - 1000000u);
-	unsigned before = atomic_load(&n_got);
-	unsigned long late = atomic_load(&pf_late);
-	CHECK(((volatile unsigned char *)m)[0] == 42);
-	CHECK(atomic_load(&n_got) == before && atomic_load(&pf_late) == late + 1);
-	CHECK(((volatile unsigned char *)m)[pf_ps] == 43); /* picked just now: a sample */
-	CHECK(atomic_load(&n_got) == before + 1 && got[before].latency < 1000000u && got[before].weight >= PF_W_UNIT);
-	CHECK(atomic_load(&pf_out) == 0);
-	munmap(m, 2 * pf_ps);
-	atomic_store(&pf_hz_n, 0);
 }
 
 /*
@@ -441,7 +338,6 @@ int main(void)
 	test_table();
 	test_fault_path();
 	test_retry_regiven();
-	test_weight();
 	test_sampler_thread();
 	char js[512];
 	size_t jn = nkp_pf_end_json(js, sizeof js);

@@ -8,7 +8,6 @@
 #include "testutil.h"
 
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,48 +212,6 @@ static void test_hotspot(void **state)
 	for (int i = 0; i < 16; i++)
 		assert_true(a->sharing[i] == 0);
 	assert_int_equal(a->n_warnings, 0);
-	nk__analysis_free(a);
-	pb_free(&b);
-}
-
-/*
- * Pagefault weights: a serial initialisation sampled with the runtime's weight (64: P = 1/4 per page
- * left alone for the whole window), then a loop that comes back to its pages every 0.2 s, sampled with
- * the same weight but a delay that never exceeds 0.2 s: its visits were armed with probability ~0.06,
- * not 0.25, and must weigh ~4.4 times more.  A loop whose delays fill the window keeps its weight, and
- * so do new-block, I/O and non-pagefault samples.
- */
-static void test_pf_gap_weights(void **state)
-{
-	(void)state;
-	struct pbuild b;
-	pb_init(&b, M2, 1);
-	pb_site(&b, 1, 0x401000);
-	pb_alloc(&b, BASE, NPAGES * PAGE, 10, 1, 1);
-	uint64_t t = 100;
-	for (int i = 0; i < 200; i++) {
-		struct nk__nkp_sample *s = pb_sample(&b, t++, BASE + (uint64_t)(i % NPAGES) * PAGE, 0x400100, 0, 0, 0,
-						     NK__ACC_WRITE, 0);
-		s->weight = 64;
-		s->latency = 1 + (uint32_t)(i * 4999); /* up to ~1 s: the whole window */
-	}
-	for (int i = 0; i < 200; i++) {
-		struct nk__nkp_sample *s = pb_sample(&b, t++, BASE + (uint64_t)(i % NPAGES) * PAGE, 0x400200, 0, 0, 1,
-						     NK__ACC_READ, 0);
-		s->weight = 64;
-		s->latency = 1 + (uint32_t)(i * 1000); /* up to 0.2 s */
-	}
-	struct nk__nkp_sample *nb = pb_sample(&b, t++, BASE, 0x400200, 0, 0, 1, NK__ACC_READ, NK__SF_NEW_BLOCK);
-	nb->weight = 16;
-	nb->latency = 10;
-	struct nk__analysis *a = analyze(&b);
-	const struct nk__an_var *v = &a->vars[0];
-	/* 200 x 64 local + 200 x w remote + 16 remote */
-	double lam = -log1p(-0.25) / 1e6, d95 = 1.0 + 189 * 1000.0;
-	double p = -expm1(-lam * d95) / 0.95, w = 16.0 / p;
-	assert_true(w > 4 * 64 && w < 5 * 64);
-	assert_int_equal(v->local, 200 * 64);
-	assert_true(fabs((double)v->remote - (200 * (double)(uint32_t)(w + 0.5) + 16)) < 1.0);
 	nk__analysis_free(a);
 	pb_free(&b);
 }
@@ -1103,7 +1060,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hotspot),
-		cmocka_unit_test(test_pf_gap_weights),
 		cmocka_unit_test(test_partition_mismatch),
 		cmocka_unit_test(test_mismatch_after_parallel_init),
 		cmocka_unit_test(test_mismatch_init_by_instruction),

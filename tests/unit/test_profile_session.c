@@ -229,6 +229,9 @@ static void test_run_exit_status(void **state)
 		 "[ -z \"$NK_PROF_ROI\" ] || exit 15; "
 		 "[ -z \"$NK_PROF_STALE\" ] || exit 16; "
 		 "case \"$NK_PROF_DIR\" in /*) ;; *) exit 17;; esac; "
+		 /* the cpus numakit may run on, for the runtime's own threads: as many as nproc counts */
+		 "case \"$NK_PROF_CPUS\" in *[!0-9,]*|'') exit 18;; esac; "
+		 "[ \"$(echo \"$NK_PROF_CPUS\" | tr , '\\n' | wc -l)\" = \"$(nproc)\" ] || exit 19; "
 		 "part $$ 3; sleep 0.7; exit 3",
 		 runtime, runtime);
 	/* Variables of an earlier profiler environment are not passed on. */
