@@ -73,11 +73,6 @@ extern struct nkp_state nkp;
 
 /** CLOCK_MONOTONIC ns since the part began.  AS-safe. */
 uint64_t nkp_now(void);
-/**
- * Let the calling runtime thread (the flusher) run on every cpu `numakit profile` was given
- * (NK_PROF_CPUS), not only on the one the main thread was bound to when it was started.
- */
-void nkp_own_thread_cpus(void);
 /** Kernel tid of the caller (cached per thread).  AS-safe. */
 uint32_t nkp_tid(void);
 /** Node of @p cpu, -1 unknown.  AS-safe. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "prof.h"
+#include "util/list.h"
 
 #define NKP_EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -104,22 +105,22 @@ static int have_own_cpus;
 static void load_own_cpus(void)
 {
 	const char *p = getenv("NK_PROF_CPUS");
+	nk__ilist cpus = { 0 };
 	CPU_ZERO(&own_cpus);
 	have_own_cpus = 0;
-	while (p && *p) {
-		char *end;
-		unsigned long c = strtoul(p, &end, 10);
-		if (end == p || (*end && *end != ',') || c >= CPU_SETSIZE) {
-			have_own_cpus = 0; /* malformed: leave the threads where they start */
-			return;
-		}
-		CPU_SET(c, &own_cpus);
-		have_own_cpus = 1;
-		p = *end ? end + 1 : end;
-	}
+	/* Malformed or empty: leave the threads where they start. */
+	if (p && nk__parse_list(p, &cpus, NULL, 0) == 0)
+		for (size_t i = 0; i < cpus.n; i++)
+			if (cpus.v[i] < CPU_SETSIZE) {
+				CPU_SET(cpus.v[i], &own_cpus);
+				have_own_cpus = 1;
+			}
+	nk__ilist_free(&cpus);
 }
 
-void nkp_own_thread_cpus(void)
+/* Let the calling runtime thread (the flusher) run on every cpu of NK_PROF_CPUS, not only on the one
+ * an OpenMP runtime bound the main thread to before the runtime started its threads. */
+static void own_thread_cpus(void)
 {
 	if (have_own_cpus)
 		(void)sched_setaffinity(0, sizeof own_cpus, &own_cpus);
@@ -663,7 +664,7 @@ static void *flusher_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	busy = 1; /* the flusher's own allocations are never tracked */
-	nkp_own_thread_cpus();
+	own_thread_cpus();
 	size_t last = 0;
 	while (atomic_load(&flusher_run)) {
 		/* Every 50 ms; every 2 ms while samples come fast enough to fill an eighth of the ring between drains

@@ -272,9 +272,8 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
 	if (ok && o->max_overhead > 0)
 		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
-	/* The cpus the program was given: the runtime's own threads (sampler, flusher) run on all of them,
-	 * not on the one an OpenMP runtime bound the main thread to before they were started (there, the
-	 * sampler starved behind the master thread in the guest and stopped for seconds). */
+	/* The cpus the program was given: the runtime's flusher runs on all of them, not on the one an
+	 * OpenMP runtime bound the main thread to before it was started. */
 	nk__ilist cpus = { 0 };
 	if (ok && nk__os_affinity(&cpus) == 0 && cpus.n) {
 		size_t len = cpus.n * 12 + 16;
