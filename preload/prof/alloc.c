@@ -224,56 +224,55 @@ static uint64_t rnd(uint64_t *s)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-/* Range holding the k-th page (0-based) of the weighted order. */
-static size_t pick(const struct rset *s, uint64_t k)
+static int cmp_u64(const void *a, const void *b)
 {
-	size_t a = 0, b = s->n;
-	while (a < b) {
-		size_t m = (a + b) / 2;
-		if (s->r[m].cum <= k)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
-int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page)
+size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts, uint32_t *npages, size_t max,
+				 uint64_t *total)
 {
-	atomic_fetch_add(&readers, 1);
-	struct rset *s = atomic_load(&cur_set);
-	int rc = -1;
-	if (s && s->n && s->r[s->n - 1].cum) {
-		uint64_t total = s->r[s->n - 1].cum, k = rnd(rng) % total;
-		size_t i = pick(s, k);
-		uint64_t before = i ? s->r[i - 1].cum : 0;
-		*page = s->r[i].lo + (uintptr_t)(k - before) * (uintptr_t)nkp.page_size;
-		rc = 0;
-	}
-	atomic_fetch_sub(&readers, 1);
-	return rc;
-}
-
-size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max)
-{
-	if (!run || !starts || !max)
-		return 0;
-	atomic_fetch_add(&readers, 1);
-	struct rset *s = atomic_load(&cur_set);
+	uint64_t all = 0;
 	size_t got = 0;
+
+	if (total)
+		*total = 0;
+	if (!group || group > UINT32_MAX)
+		return 0;
 	uintptr_t ps = (uintptr_t)nkp.page_size;
-	if (s && s->n && s->r[s->n - 1].cum) {
-		uint64_t total = s->r[s->n - 1].cum;
-		for (size_t tries = 0; got < max && tries < max * 4; tries++) {
-			size_t i = pick(s, rnd(rng) % total);
-			uint64_t pages = (s->r[i].hi - s->r[i].lo) / ps;
-			if (pages < run)
-				continue;
-			uint64_t first = rnd(rng) % (pages - run + 1);
-			starts[got++] = s->r[i].lo + (uintptr_t)first * ps;
+	atomic_fetch_add(&readers, 1);
+	struct rset *s = atomic_load(&cur_set);
+	for (size_t i = 0; s && i < s->n; i++)
+		all += ((s->r[i].hi - s->r[i].lo) / ps + group - 1) / group;
+	if (all && starts && npages && max) {
+		/* Draw group numbers in the set's order, sort them, walk the ranges once. */
+		_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "group numbers are kept in starts[]");
+		for (size_t k = 0; k < max; k++)
+			starts[k] = (uintptr_t)(rnd(rng) % all);
+		qsort(starts, max, sizeof *starts, cmp_u64);
+		uint64_t before = 0;
+		size_t i = 0;
+		for (size_t k = 0; k < max; k++) {
+			uint64_t g = starts[k], ng = 0, pages = 0;
+			for (; i < s->n; i++) {
+				pages = (s->r[i].hi - s->r[i].lo) / ps;
+				ng = (pages + group - 1) / group;
+				if (g < before + ng)
+					break;
+				before += ng;
+			}
+			if (i == s->n)
+				break;
+			uint64_t first = (g - before) * group;
+			starts[got] = s->r[i].lo + (uintptr_t)first * ps;
+			npages[got] = (uint32_t)(pages - first < group ? pages - first : group);
+			got++;
 		}
 	}
 	atomic_fetch_sub(&readers, 1);
+	if (total)
+		*total = all;
 	return got;
 }
 

@@ -1,14 +1,26 @@
 /*
  * The `pagefault` sampler of libnumakit_prof.so.
  *
- * A sampler thread wakes every period, picks random runs of tracked pages
- * (nkp_tracked_random_runs), asks the kernel where they live (one batched
- * move_pages query), records them in the revoked-page table and revokes
- * access to each run with one mprotect(PROT_NONE).  The next access to such a
- * page raises SIGSEGV; the runtime's dispatcher calls nkp_pf_fault first,
- * which gives that one page its access back and turns the fault into a
- * sample (address, ip, tid, cpu, nodes, read/write).  The instruction then
- * restarts and succeeds.
+ * A sampler thread keeps a random set of tracked pages, the members, revoked.
+ * Members are groups of up to PF_GROUP pages (each tracked range cut from its
+ * first page), drawn uniformly among all tracked groups
+ * (nkp_tracked_random_groups); the sampler asks the kernel where their pages
+ * live (one batched move_pages query), records them in the revoked-page table
+ * and revokes access to each group with one mprotect(PROT_NONE).  The next
+ * access to such a page raises SIGSEGV; the runtime's dispatcher calls
+ * nkp_pf_fault first, which gives that one page its access back and turns the
+ * fault into a sample (address, ip, tid, cpu, nodes, read/write).  The
+ * instruction then restarts and succeeds.  Every round (10 ms) the sampler
+ * revokes again the member pages it found given back at the round before, so
+ * every visit to a member is sampled (visits closer together than that are
+ * one), and replaces a few members by fresh draws: all of them within
+ * PF_TURNOVER_NS at the fastest (PF_TURNOVER_MIN per PF_TURNOVER_NS at
+ * least), slower when that would cost more than a quarter of its time.  Whether a page is a member never depends on what the
+ * program does, so a visit is sampled with probability members / tracked
+ * groups however often the program comes back to the page; a block allocated
+ * meanwhile gets members at once with that probability (its initialisation is
+ * sampled like any other visit).  Each sample's weight is PF_W_ONE over that
+ * probability at the time: summed, the weights estimate page visits.
  *
  * Design:
  *  - The revoked-page table is open addressing with a bounded probe window
@@ -36,17 +48,19 @@
  *    CAS); the sampler thread queries those pages on its next round and
  *    emits them with their node and NK__SF_FIRST_TOUCH.  When the pending
  *    array is full the sample goes out at once with page_node -1.
- *  - Frees race with revocation: the sampler picks runs without pf_lock
- *    (nkp_tracked_random_runs takes the registry's own lock; alloc.c may
+ *  - Frees race with revocation: the sampler draws groups without pf_lock
+ *    (nkp_tracked_random_groups reads the registry; alloc.c may
  *    call nkp_pf_forget with that lock held, so we never hold pf_lock while
  *    calling into the registry's locked paths).  nkp_pf_forget takes pf_lock,
  *    gives back and forgets our pages in the range, and records the range in
  *    a ring of recent forgets with a generation number and the registry's
- *    generation.  The sampler, under pf_lock, drops every run that
+ *    generation, and drops the members there.  The sampler, under pf_lock,
+ *    drops every drawn group that
  *    intersects a range forgotten since it picked, or forgotten before but
  *    still in the registry's set when it picked (alloc.c forgets first, then
  *    drops the range), all of them if the ring overflowed, and re-checks
- *    nkp_tracked_contains: a freed block is never re-protected.
+ *    nkp_tracked_contains: a freed block is never re-protected.  Members
+ *    are revoked again only under pf_lock, so never after their forget.
  *  - I/O: the kernel does not fault on the program's behalf (read(2) into a
  *    revoked page fails with EFAULT).  io.c brackets each call with
  *    nkp_pf_io_begin/nkp_pf_io_end: begin publishes a hold on the buffer's
@@ -62,16 +76,24 @@
  *    their time to pf_cost_ns, plus PF_FAULT_NS per fault for what user
  *    space cannot time (the trap, TLB shootdowns and refills on the other
  *    cpus: without it the triad lost 14% at NK_PROF_RATE=20000, with it 2%);
- *    each period the sampler scales its page count
- *    so that this stays under PF_MAX_OVERHEAD of the wall time (the rate is
- *    a target, not a promise).  Revocation is by runs of contiguous pages,
- *    one mprotect per run; restoration is per page (exact attribution).
- *    Pages nobody touched for PF_EXPIRE_NS are given back, so the table and
- *    the number of split mappings stay bounded (at most PF_MAX_OUT pages
- *    revoked at a time, i.e. at most ~2 * PF_MAX_OUT extra mappings).
- *  - Weight: the estimated accesses to the page per sampling period, from how
- *    fast it was touched after arming (period / delay, 1..65535); 1 for
- *    pages armed by nkp_pf_new_block and for I/O.  A heuristic.
+ *    every PF_GOVERN_NS the sampler sets the number of members from the
+ *    last period (its samples per member and second against the rate, its
+ *    cost against PF_MAX_OVERHEAD of the wall time; the rate is a target,
+ *    not a promise), at once when a round cost four times the limit.
+ *    Revocation is by run of contiguous member pages (one mprotect);
+ *    restoration is per page (exact attribution).  At most PF_MAX_OUT / 2
+ *    member pages are drawn and PF_MAX_OUT revoked at all, so the table and
+ *    the number of split mappings stay bounded (at most ~2 * PF_MAX_OUT extra
+ *    mappings); a member that leaves gives its pages back.
+ *  - Why draws all at once lost: in the guest, giving back and revoking some
+ *    1600 pages took over a second while four emulated cpus were busy
+ *    (each mprotect waits for TLB shootdowns on all of them), so a sampler
+ *    redrawing every second did nothing else and never revoked a page again.
+ *  - Why members and not one-shot picks (the sampler before): a page picked
+ *    at a random time and sampled at its next access is sampled once however
+ *    often it is visited meanwhile, so samples followed time, not visits: a
+ *    slow serial initialisation weighed as much as several fast parallel
+ *    sweeps (prof_hotspot: 55-61% remote for the true 64%).
  *  - move_pages: the OS wrapper (nk__os_move_pages) is hidden inside
  *    libnumakit; this runtime is a front end like preload/nt_io.c and calls
  *    syscall(SYS_move_pages) itself.
@@ -96,8 +118,8 @@
  *    the same thread (SIGSEGV is blocked there) kills the process.
  *  - At vm.max_map_count, mprotect(RW) of one page can fail (ENOMEM); the
  *    fault is then passed on as foreign.
- *  - Revoking pages that are not populated yet (first-touch arming of new
- *    blocks, random runs in untouched memory) splits the mapping; pieces
+ *  - Revoking pages that are not populated yet (members of new blocks, or
+ *    drawn in untouched memory) splits the mapping; pieces
  *    first written while a revoked page separates them get different
  *    anon_vmas and the kernel never merges them again (observed on 6.18).
  *    mremap(2) of a range spanning such pieces then fails with EFAULT:
@@ -136,8 +158,12 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #endif
 #define PF_PROBE 32u              /* probe window of the table */
 #define PF_MAX_OUT (PF_SLOTS / 2) /* at most this many pages revoked at a time */
-#define PF_MAX_RUNS 64            /* runs per round */
-#define PF_MAX_RUN 16             /* pages per run */
+#define PF_GROUP 16u              /* pages per member group (from its range's first page) */
+#define PF_MEMBERS (PF_MAX_OUT / PF_GROUP) /* member groups at most */
+#define PF_TURNOVER_NS 1000000000ull /* every member replaced in this time at the fastest, */
+#define PF_TURNOVER_MIN 32u          /* and at least this many per PF_TURNOVER_NS (few members: more pages) */
+#define PF_GOVERN_NS 1000000000ull   /* the number of members is set again this often */
+#define PF_W_ONE 16u              /* weight of a visit to a page that is surely a member */
 #define PF_PENDING 1024u          /* first-touch samples waiting for their node */
 #define PF_HOLDS 256u             /* I/O calls in flight holding spans */
 #define PF_FORGETS 64u            /* ring of recently forgotten ranges */
@@ -146,8 +172,6 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
 static double PF_MAX_OVERHEAD = PF_MAX_OVERHEAD_DEFAULT;
 #define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
-#define PF_EXPIRE_NS 1000000000ull
-#define PF_NEW_BLOCK_PAGES 4u
 
 enum { PF_ARMING = 1, PF_ARMED = 2, PF_CLAIMED = 3, PF_STATE = 3 };
 
@@ -155,7 +179,7 @@ struct pf_meta {
 	uint64_t armed_ns;
 	int16_t node;   /* node at arm time, -1 not present */
 	uint8_t flags;  /* NK__SF_FIRST_TOUCH when not present */
-	uint8_t random; /* 1: picked by the sampler (weight by rate); 0: new block */
+	uint8_t random; /* 1: drawn by the sampler; 0: joined the members with its new block */
 };
 
 static _Atomic uintptr_t pf_key[PF_SLOTS];
@@ -164,10 +188,29 @@ static atomic_uint pf_out;          /* pages revoked now */
 static atomic_ulong pf_released;    /* pages ever given back (retry logic) */
 static atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 static atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
+static atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
 static atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 static atomic_int pf_running;       /* the sampler thread should go on */
 static atomic_uint pf_period_ns = 10000000u;
-static atomic_int pf_over;           /* the governor cut the rate last period: new blocks are not armed */
+static atomic_int pf_over;           /* the last round cost too much: new blocks get no members */
+
+/* The members: groups of up to PF_GROUP pages.  Under pf_lock. */
+struct pf_member {
+	uintptr_t start;          /* first page */
+	uint16_t seen;            /* bit k: page k was found given back at the last round */
+	uint8_t pages;            /* 1..PF_GROUP */
+	uint8_t fresh;            /* joined with its new block */
+	int16_t node[PF_GROUP];   /* where each page lives, as last asked; < 0: ask again (-ENOENT: not present) */
+};
+static struct pf_member pf_mem[PF_MEMBERS];
+static unsigned pf_n_mem;
+static uint64_t pf_total;   /* groups in the tracked set, as of the last round */
+static unsigned pf_target0; /* member groups to begin with */
+static double pf_frac;      /* pf_n_mem / pf_total: the probability that a group is a member; 0: none yet */
+static _Atomic uint32_t pf_cur_w = PF_W_ONE; /* PF_W_ONE / pf_frac: the weight of a sample now */
+static uint64_t pf_blk_rng; /* new blocks' draws */
+static unsigned pf_idx[PF_MEMBERS];
+static uint16_t pf_mask[PF_MEMBERS];
 
 static uintptr_t pf_ps = 4096, pf_shift = 12;
 
@@ -381,15 +424,11 @@ static void pf_sample(struct nk__nkp_sample *s, int slot, uintptr_t addr, uint64
 	s->phase = atomic_load_explicit(&nkp.phase, memory_order_relaxed);
 	s->sampler = NK__SAMPLER_PAGEFAULT;
 	s->flags = (uint8_t)(m->flags | (m->random ? 0 : NK__SF_NEW_BLOCK));
-	s->weight = 1;
-	/* The delay since arming: the analysis estimates from it how long a page goes untouched before
-	 * each kind of access, which decides how likely such accesses are to be sampled. */
+	/* The probability that the page was a member is the members' share of the tracked groups now. */
+	s->weight = atomic_load_explicit(&pf_cur_w, memory_order_relaxed);
+	/* The delay since the page was revoked (drawn, or revoked again after its last fault), us. */
 	uint64_t us = now > m->armed_ns ? (now - m->armed_ns) / 1000 : 0;
 	s->latency = us < 1 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-	if (m->random && now > m->armed_ns) {
-		uint64_t w = atomic_load_explicit(&pf_period_ns, memory_order_relaxed) / (now - m->armed_ns);
-		s->weight = w < 1 ? 1 : w > 65535 ? 65535 : (uint32_t)w;
-	}
 }
 
 /* ------------------------------------------------------------ the fault */
@@ -525,9 +564,8 @@ static void pf_release_range(uintptr_t s, uintptr_t e, int io, uint8_t access)
 					now = nkp_now();
 				pf_sample(&smp, slot, page, now);
 				if (pf_restore(slot, page) == 0 && io) {
-					smp.flags |= NK__SF_IO;
+					smp.flags |= NK__SF_IO; /* a visit by the kernel: the member's weight */
 					smp.access = access;
-					smp.weight = 1;
 					atomic_fetch_add_explicit(&pf_io_pages, 1, memory_order_relaxed);
 					if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
 						pf_deliver(&smp);
@@ -664,6 +702,12 @@ void nkp_pf_forget(uintptr_t addr, size_t len)
 	pf_forgot[j].start = addr;
 	pf_forgot[j].end = e;
 	pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+	for (unsigned i = 0; i < pf_n_mem;) {
+		if (pf_mem[i].start < e && addr < pf_mem[i].start + ((uintptr_t)pf_mem[i].pages << pf_shift))
+			pf_mem[i] = pf_mem[--pf_n_mem];
+		else
+			i++;
+	}
 	pthread_mutex_unlock(&pf_lock);
 }
 
@@ -703,7 +747,7 @@ static int pf_is_own(uintptr_t s, uintptr_t e)
  */
 static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now)
 {
-	int slots[PF_MAX_RUN];
+	int slots[PF_GROUP];
 	uintptr_t end = start + ((uintptr_t)n << pf_shift);
 	unsigned k;
 
@@ -727,30 +771,126 @@ static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8
 	return n;
 }
 
+/*
+ * Under pf_lock: revoke the pages @p want of member @p mb (given back, their visit over), one mprotect per
+ * contiguous run (all or nothing per run; a group swept in order costs one).  Pages still revoked are left
+ * alone: claiming them to cover them too would look to an I/O wrapper like a fault giving them back.
+ * Returns pages revoked.
+ */
+static unsigned pf_arm_member(const struct pf_member *mb, unsigned want, uint64_t now)
+{
+	unsigned armed = 0;
+
+	for (unsigned k = 0; k < mb->pages;) {
+		if (!(want >> k & 1)) {
+			k++;
+			continue;
+		}
+		unsigned e = k;
+		int st[PF_GROUP];
+		while (e < mb->pages && (want >> e & 1)) {
+			/* pf_arm_run's status: the node, or -ENOENT (first touch to come), or another error. */
+			st[e - k] = mb->node[e] >= 0 ? mb->node[e] : mb->node[e] == -ENOENT ? -ENOENT : -ENOSYS;
+			e++;
+		}
+		armed += pf_arm_run(mb->start + ((uintptr_t)k << pf_shift), e - k, st, !mb->fresh, now);
+		k = e;
+	}
+	return armed;
+}
+
+/*
+ * Under pf_lock: revoke the pages of members pf_idx[0..n) given by the bits of pf_mask[].  Pages whose node
+ * is not known yet are asked for in one move_pages query per 256.  Returns pages revoked.
+ */
+static unsigned pf_arm_members(unsigned n, uint64_t now)
+{
+	void *pages[256];
+	int status[256];
+	int16_t *where[256];
+	unsigned armed = 0, np = 0;
+
+	for (unsigned i = 0; i <= n; i++) {
+		if (i < n) {
+			struct pf_member *mb = &pf_mem[pf_idx[i]];
+			for (unsigned k = 0; k < mb->pages; k++)
+				if ((pf_mask[i] >> k & 1) && mb->node[k] < 0) {
+					pages[np] = (void *)(mb->start + ((uintptr_t)k << pf_shift));
+					where[np++] = &mb->node[k];
+				}
+		}
+		if (np && (i == n || np + PF_GROUP > 256)) {
+			pf_query_or_unknown(np, pages, status);
+			for (unsigned q = 0; q < np; q++)
+				*where[q] = (int16_t)(status[q] <= INT16_MAX && status[q] >= INT16_MIN ? status[q] : -1);
+			np = 0;
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		armed += pf_arm_member(&pf_mem[pf_idx[i]], pf_mask[i], now);
+	return armed;
+}
+
+/* A uniform draw in [0, 1). */
+static double pf_unit(uint64_t *s)
+{
+	return (double)(pf_rand(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void pf_member_init(struct pf_member *mb, uintptr_t start, unsigned pages, int fresh)
+{
+	*mb = (struct pf_member){ .start = start, .pages = (uint8_t)pages, .fresh = (uint8_t)fresh };
+	for (unsigned k = 0; k < PF_GROUP; k++)
+		mb->node[k] = -1;
+}
+
+/* Under pf_lock: the weight of a sample now, from the members' share of the tracked groups. */
+static void pf_set_weight(void)
+{
+	pf_frac = pf_n_mem && pf_total ? (double)pf_n_mem / (double)(pf_total > pf_n_mem ? pf_total : pf_n_mem) : 0;
+	double w = pf_frac > 0 ? (double)PF_W_ONE / pf_frac + 0.5 : PF_W_ONE;
+	atomic_store_explicit(&pf_cur_w, w > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)w, memory_order_relaxed);
+}
+
+/*
+ * A block just allocated: each of its groups becomes a member with the members' current probability, at
+ * once (so that its initialisation is sampled as any other visit; waiting for draws would miss it).
+ */
 void nkp_pf_new_block(uintptr_t addr, size_t len)
 {
-	uintptr_t s = (addr + pf_ps - 1) & ~(pf_ps - 1);
-	uintptr_t e = (addr + len) & ~(pf_ps - 1);
+	uintptr_t s = (addr + pf_ps - 1) & ~(pf_ps - 1), e = (addr + len) & ~(pf_ps - 1);
 
 	if (!atomic_load_explicit(&pf_running, memory_order_acquire) ||
-	    !atomic_load_explicit(&nkp.sampling, memory_order_relaxed) || addr + len < addr || e <= s)
-		return;
-	if (atomic_load_explicit(&pf_out, memory_order_relaxed) >= PF_MAX_OUT ||
+	    !atomic_load_explicit(&nkp.sampling, memory_order_relaxed) || addr + len < addr || e <= s ||
 	    atomic_load_explicit(&pf_over, memory_order_relaxed))
 		return;
 	uint64_t t0 = nkp_now();
-	uintptr_t np = (e - s) >> pf_shift;
-	unsigned n = np < PF_NEW_BLOCK_PAGES ? (unsigned)np : PF_NEW_BLOCK_PAGES;
-	void *pages[PF_NEW_BLOCK_PAGES];
-	int status[PF_NEW_BLOCK_PAGES];
-
-	/* Evenly spread: the first page, then the block's quarters (initialisation often runs by thread). */
-	for (unsigned i = 0; i < n; i++)
-		pages[i] = (void *)(s + (((uintptr_t)i * np / n) << pf_shift));
+	uintptr_t gb = (uintptr_t)PF_GROUP << pf_shift;
 	pthread_mutex_lock(&pf_lock);
-	pf_query_or_unknown(n, pages, status);
-	for (unsigned i = 0; i < n; i++)
-		pf_arm_run((uintptr_t)pages[i], 1, &status[i], 0, t0);
+	unsigned n0 = pf_n_mem;
+	pf_total += (e - s + gb - 1) / gb;
+	/* No members yet (nothing was tracked when the sampler started, and its first round has not come):
+	 * this block is all the tracked memory, draw the first members in it. */
+	double f = pf_frac > 0 || pf_n_mem ? pf_frac : (double)pf_target0 / (double)pf_total;
+	/* The groups as nkp_tracked_random_groups cuts them: from the block's first page. */
+	for (uintptr_t g = s; f > 0 && g < e; g = e - g > gb ? g + gb : e) {
+		unsigned pages = (unsigned)((e - g > gb ? gb : e - g) >> pf_shift);
+		if (pf_unit(&pf_blk_rng) >= f || pf_is_own(g, g + ((uintptr_t)pages << pf_shift)))
+			continue;
+		if (pf_n_mem >= PF_MEMBERS ||
+		    atomic_load_explicit(&pf_out, memory_order_relaxed) + PF_GROUP * (pf_n_mem - n0 + 1) > PF_MAX_OUT) {
+			atomic_fetch_add_explicit(&pf_members_full, 1, memory_order_relaxed);
+			break;
+		}
+		pf_member_init(&pf_mem[pf_n_mem++], g, pages, 1);
+	}
+	for (unsigned i = n0; i < pf_n_mem; i++) {
+		pf_idx[i - n0] = i;
+		pf_mask[i - n0] = (uint16_t)((1u << pf_mem[i].pages) - 1);
+	}
+	if (pf_n_mem > n0)
+		pf_arm_members(pf_n_mem - n0, t0);
+	pf_set_weight();
 	pthread_mutex_unlock(&pf_lock);
 	pf_cost(nkp_now() - t0);
 }
@@ -807,117 +947,283 @@ static unsigned pf_expire(uint64_t before)
 	return n;
 }
 
-/* One round: revoke about @p want pages in runs of @p run.  Returns pages armed. */
-static unsigned pf_round(unsigned want, unsigned run)
+/* Under pf_lock: give back the run of claimed pages [s, s + n pages) in @p slot.  Returns pages given back. */
+static unsigned pf_restore_run(uintptr_t s, unsigned n, const int *slot)
 {
-	uintptr_t starts[PF_MAX_RUNS];
-	void *pages[PF_MAX_RUNS * PF_MAX_RUN];
-	int status[PF_MAX_RUNS * PF_MAX_RUN];
-	size_t nruns = (want + run - 1) / run, got;
-	unsigned armed = 0, np = 0;
-	uint64_t gen, tgen;
+	if (!n)
+		return 0;
+	if (nk__os_protect((void *)s, (uintptr_t)n << pf_shift, NK__PROT_RW)) {
+		for (unsigned i = 0; i < n; i++)
+			atomic_store_explicit(&pf_key[slot[i]], (s + ((uintptr_t)i << pf_shift)) | PF_ARMED,
+					      memory_order_release);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&pf_released, n, memory_order_seq_cst);
+	for (unsigned i = 0; i < n; i++)
+		pf_clear(slot[i]);
+	return n;
+}
 
-	if (nruns > PF_MAX_RUNS)
-		nruns = PF_MAX_RUNS;
+/* Under pf_lock: give back member @p mb's revoked pages, one mprotect per contiguous run.  Returns pages. */
+static unsigned pf_release_member(const struct pf_member *mb)
+{
+	int slot[PF_GROUP];
+	unsigned n = 0, run = 0, k0 = 0;
+
+	for (unsigned k = 0; k <= mb->pages; k++) {
+		uintptr_t page = mb->start + ((uintptr_t)k << pf_shift);
+		int sl = k < mb->pages ? pf_find(page) : -1;
+		if (sl >= 0 && pf_claim(sl, page) == PF_GOT) {
+			if (!run)
+				k0 = k;
+			slot[run++] = sl;
+			continue;
+		}
+		n += pf_restore_run(mb->start + ((uintptr_t)k0 << pf_shift), run, slot);
+		run = 0;
+	}
+	return n;
+}
+
+/* Under pf_lock: member @p i leaves (its revoked pages given back; the last member takes its place). */
+static void pf_remove_member(unsigned i)
+{
+	unsigned n = pf_release_member(&pf_mem[i]);
+	atomic_fetch_add_explicit(&pf_expired, n, memory_order_relaxed);
+	pf_mem[i] = pf_mem[--pf_n_mem];
+}
+
+/* No members, nothing revoked (pause, stop). */
+static void pf_drop_members(void)
+{
+	pthread_mutex_lock(&pf_lock);
+	while (pf_n_mem)
+		pf_remove_member(pf_n_mem - 1);
+	if (atomic_load_explicit(&pf_out, memory_order_relaxed))
+		pf_expire(UINT64_MAX);
+	pf_set_weight();
+	pthread_mutex_unlock(&pf_lock);
+}
+
+/* Under pf_lock: 1 when the group starting at @p s is a member already. */
+static int pf_is_member(uintptr_t s)
+{
+	for (unsigned i = 0; i < pf_n_mem; i++)
+		if (pf_mem[i].start == s)
+			return 1;
+	return 0;
+}
+
+/*
+ * Draw @p want groups that are not members yet, uniformly among the tracked ones, and revoke them.  Sampler
+ * thread.  Returns how many joined.
+ */
+static unsigned pf_add_members(unsigned want, uint64_t now)
+{
+	static uintptr_t picks[PF_MEMBERS];
+	static uint32_t npages[PF_MEMBERS];
+	uint64_t gen, tgen, total = 0;
+	unsigned n0;
+
+	if (want > PF_MEMBERS)
+		want = PF_MEMBERS;
 	pthread_mutex_lock(&pf_lock);
 	gen = pf_forget_gen;
 	pthread_mutex_unlock(&pf_lock);
 	tgen = nkp_tracked_generation();
-	got = nkp_tracked_random_runs(&pf_rng, run, starts, nruns);
-	if (!got)
-		return 0;
-	uint64_t t0 = nkp_now();
+	size_t got = nkp_tracked_random_groups(&pf_rng, PF_GROUP, picks, npages, want, &total);
 	pthread_mutex_lock(&pf_lock);
-	for (size_t r = 0; r < got; r++) {
-		uintptr_t s = starts[r] & ~(pf_ps - 1), e = s + ((uintptr_t)run << pf_shift);
-		if (pf_forgotten(gen, tgen, s, e) || pf_is_own(s, e) || !nkp_tracked_contains(s) ||
-		    !nkp_tracked_contains(e - pf_ps)) {
-			starts[r] = 0;
+	n0 = pf_n_mem;
+	for (size_t i = 0; i < got && pf_n_mem < PF_MEMBERS; i++) {
+		uintptr_t s = picks[i], e = s + ((uintptr_t)npages[i] << pf_shift);
+		/* In address order: a repeat follows its first draw. */
+		if ((i && picks[i - 1] == s) || !npages[i] || npages[i] > PF_GROUP || pf_is_member(s) ||
+		    pf_forgotten(gen, tgen, s, e) || pf_is_own(s, e) || !nkp_tracked_contains(s) ||
+		    !nkp_tracked_contains(e - pf_ps))
 			continue;
-		}
-		starts[r] = s;
-		for (unsigned k = 0; k < run; k++)
-			pages[np++] = (void *)(s + ((uintptr_t)k << pf_shift));
+		pf_member_init(&pf_mem[pf_n_mem], s, npages[i], 0);
+		pf_n_mem++;
 	}
-	if (np) {
-		pf_query_or_unknown(np, pages, status);
-		unsigned p = 0;
-		for (size_t r = 0; r < got; r++) {
-			if (!starts[r])
-				continue;
-			armed += pf_arm_run(starts[r], run, &status[p], 1, t0);
-			p += run;
-		}
+	for (unsigned i = n0; i < pf_n_mem; i++) {
+		pf_idx[i - n0] = i;
+		pf_mask[i - n0] = (uint16_t)((1u << pf_mem[i].pages) - 1);
 	}
+	if (pf_n_mem > n0)
+		pf_arm_members(pf_n_mem - n0, now);
+	pf_total = total;
+	pf_set_weight();
 	pthread_mutex_unlock(&pf_lock);
-	pf_cost(nkp_now() - t0);
-	return armed;
+	return pf_n_mem - n0;
+}
+
+/* The tracked groups counted again (allocations, frees), and the weight with them.  Sampler thread. */
+static void pf_total_refresh(void)
+{
+	uint64_t total = 0;
+
+	nkp_tracked_random_groups(&pf_rng, PF_GROUP, NULL, NULL, 0, &total);
+	pthread_mutex_lock(&pf_lock);
+	pf_total = total;
+	pf_set_weight();
+	pthread_mutex_unlock(&pf_lock);
+}
+
+/* @p k random members leave.  Sampler thread; the caller sets the weight after the joins that follow. */
+static void pf_remove_members(unsigned k)
+{
+	pthread_mutex_lock(&pf_lock);
+	while (k-- && pf_n_mem)
+		pf_remove_member((unsigned)(pf_rand(&pf_rng) % pf_n_mem));
+	pthread_mutex_unlock(&pf_lock);
+}
+
+/*
+ * A round: revoke again the member pages found given back at the last round too (their visit is over: a
+ * round at least since the fault).  Sampler thread.
+ */
+static void pf_rearm(uint64_t now)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&pf_lock);
+	for (unsigned i = 0; i < pf_n_mem; i++) {
+		struct pf_member *mb = &pf_mem[i];
+		unsigned absent = 0;
+		for (unsigned k = 0; k < mb->pages; k++)
+			if (pf_find(mb->start + ((uintptr_t)k << pf_shift)) < 0)
+				absent |= 1u << k;
+		unsigned again = absent & mb->seen;
+		mb->seen = (uint16_t)(absent & ~again);
+		if (again) {
+			pf_idx[n] = i;
+			pf_mask[n] = (uint16_t)again;
+			n++;
+		}
+	}
+	if (n)
+		atomic_fetch_add_explicit(&pf_rearmed, pf_arm_members(n, now), memory_order_relaxed);
+	pthread_mutex_unlock(&pf_lock);
+}
+
+/*
+ * Member groups for the next second: enough for the rate at the samples per member page and second seen
+ * in the last one, at most 4 times as many, fewer when it cost more than PF_MAX_OVERHEAD.
+ */
+static unsigned pf_target(unsigned groups, uint64_t dt_ns, uint64_t samples, uint64_t cost_ns)
+{
+	double limit = (double)(PF_MAX_OUT / 2 / PF_GROUP), t;
+
+	if (!groups || !dt_ns) {
+		t = nkp.rate * 0.2 / PF_GROUP; /* a fifth of a second's samples if each page is visited once */
+	} else {
+		double dt = (double)dt_ns / 1e9, per = (double)samples / dt / (double)groups;
+		t = per > 0 ? nkp.rate / per : limit;
+		if (t > 4.0 * groups)
+			t = 4.0 * groups;
+		double frac = (double)cost_ns / (double)dt_ns;
+		if (frac > PF_MAX_OVERHEAD && t > groups * PF_MAX_OVERHEAD / frac)
+			t = groups * PF_MAX_OVERHEAD / frac;
+	}
+	return t < 1 ? 1 : t > limit ? (unsigned)limit : (unsigned)t;
 }
 
 static void *pf_main(void *arg)
 {
 	sigset_t all;
-	double scale = 1.0;
-	uint64_t last_cost = atomic_load(&pf_cost_ns), last = nkp_now(), last_expire = last;
+	uint64_t last_cost = atomic_load(&pf_cost_ns), last = nkp_now();
+	uint64_t gov_t0 = 0, gov_samples0 = 0, gov_cost0 = 0, gov_groups = 0, gov_rounds = 0;
+	unsigned target = 0;
+	double rot_ns = 0, rot_due = 0; /* the cost of one member's leaving and another's joining; owed */
+	int first = 1;
 
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* Off the master's cpu: members are revoked again only when this thread runs, and bound behind a
+	 * busy OpenMP master it starved for seconds in the guest (visits went unsampled meanwhile). */
+	nkp_own_thread_cpus();
 	while (atomic_load_explicit(&pf_running, memory_order_acquire)) {
 		uint64_t period = atomic_load_explicit(&pf_period_ns, memory_order_relaxed);
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + period;
-		ts.tv_sec += (time_t)(ns / 1000000000u);
-		ts.tv_nsec = (long)(ns % 1000000000u);
-		pthread_mutex_lock(&pf_wake_lock);
-		if (atomic_load_explicit(&pf_running, memory_order_acquire))
-			pthread_cond_timedwait(&pf_wake, &pf_wake_lock, &ts);
-		pthread_mutex_unlock(&pf_wake_lock);
-		if (!atomic_load_explicit(&pf_running, memory_order_acquire))
-			break;
+		if (!first) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + period;
+			ts.tv_sec += (time_t)(ns / 1000000000u);
+			ts.tv_nsec = (long)(ns % 1000000000u);
+			pthread_mutex_lock(&pf_wake_lock);
+			if (atomic_load_explicit(&pf_running, memory_order_acquire))
+				pthread_cond_timedwait(&pf_wake, &pf_wake_lock, &ts);
+			pthread_mutex_unlock(&pf_wake_lock);
+			if (!atomic_load_explicit(&pf_running, memory_order_acquire))
+				break;
+		}
+		first = 0;
 
 		pf_flush_pending();
 		uint64_t now = nkp_now(), cost = atomic_load(&pf_cost_ns);
-		if (now > last) {
-			/* The governor: keep the measured cost under PF_MAX_OVERHEAD of the wall time. */
-			double frac = (double)(cost - last_cost) / (double)(now - last);
-			if (frac > PF_MAX_OVERHEAD)
-				scale *= PF_MAX_OVERHEAD / frac;
-			else if (scale < 1.0)
-				scale = scale * 1.25 > 1.0 ? 1.0 : scale * 1.25;
-			if (scale < 0.001)
-				scale = 0.001;
-			atomic_store_explicit(&pf_over, frac > PF_MAX_OVERHEAD, memory_order_relaxed);
-		}
+		double frac = now > last ? (double)(cost - last_cost) / (double)(now - last) : 0;
+		atomic_store_explicit(&pf_over, frac > PF_MAX_OVERHEAD, memory_order_relaxed);
+		uint64_t since = now - last;
 		last = now;
 		last_cost = cost;
-		if (now - last_expire > PF_EXPIRE_NS / 4) {
-			pf_expire(now > PF_EXPIRE_NS ? now - PF_EXPIRE_NS : 0);
-			last_expire = now;
-		}
 		if (!atomic_load_explicit(&nkp.sampling, memory_order_relaxed)) {
 			/* Paused (region of interest): no fault may cost the program anything meanwhile. */
-			if (atomic_load_explicit(&pf_out, memory_order_relaxed)) {
-				pthread_mutex_lock(&pf_lock);
-				pf_expire(UINT64_MAX);
-				pthread_mutex_unlock(&pf_lock);
-			}
+			if (pf_n_mem)
+				pf_drop_members();
+			gov_t0 = 0;
 			continue;
 		}
-		double target = nkp.rate * (double)period / 1e9 * scale;
-		unsigned want = target < 1.0 ? 1u : (unsigned)(target + 0.5);
-		unsigned out = atomic_load_explicit(&pf_out, memory_order_relaxed);
-		if (out >= PF_MAX_OUT)
-			continue;
-		if (want > PF_MAX_OUT - out)
-			want = PF_MAX_OUT - out;
-		if (want > PF_MAX_RUNS * PF_MAX_RUN)
-			want = PF_MAX_RUNS * PF_MAX_RUN;
-		/* Runs of up to PF_MAX_RUN pages, at least 4 runs a round so the picks stay spread. */
-		unsigned run = want / 4;
-		run = run < 1 ? 1 : run > PF_MAX_RUN ? PF_MAX_RUN : run;
-		pf_round(want, run);
+		uint64_t samples = atomic_load(&pf_faults) + atomic_load(&pf_io_pages);
+		pthread_mutex_lock(&pf_lock);
+		unsigned n = pf_n_mem;
+		pthread_mutex_unlock(&pf_lock);
+		gov_groups += n;
+		gov_rounds++;
+		/* The governor, every second (and at once when a round cost far more than allowed). */
+		if (!gov_t0 || now - gov_t0 >= PF_GOVERN_NS || (frac > 4 * PF_MAX_OVERHEAD && n > 1)) {
+			target = pf_target(gov_t0 ? (unsigned)(gov_groups / gov_rounds) : 0, gov_t0 ? now - gov_t0 : 0,
+					   samples - gov_samples0, cost - gov_cost0);
+			gov_t0 = now;
+			gov_samples0 = samples;
+			gov_cost0 = cost;
+			gov_groups = gov_rounds = 0;
+		}
+		uint64_t t0 = nkp_now();
+		/*
+		 * Membership turns over continuously, a member at a time, so that a page's chance of being one
+		 * never depends on the program and the samples cover more pages than the members at any time:
+		 * all of them in PF_TURNOVER_NS at the most (and PF_TURNOVER_MIN per PF_TURNOVER_NS at least,
+		 * so that a few members still visit much of the memory), slower when a member's leaving and another's
+		 * joining cost more than a quarter of the time (mprotect with TLB shootdowns across busy
+		 * emulated cpus took milliseconds).  Too many or too few members: they leave or join at once.
+		 */
+		double per_s = (double)(n > PF_TURNOVER_MIN ? n : PF_TURNOVER_MIN) / ((double)PF_TURNOVER_NS / 1e9);
+		if (rot_ns > 0 && per_s > 0.25e9 / rot_ns)
+			per_s = 0.25e9 / rot_ns;
+		rot_due += per_s * (double)since / 1e9;
+		unsigned rot = rot_due >= 1 ? (unsigned)rot_due : 0;
+		rot_due -= rot;
+		if (rot > n)
+			rot = n;
+		unsigned leave = n > target ? n - target : 0, join = n < target ? target - n : 0;
+		if (join > PF_MEMBERS / 4)
+			join = PF_MEMBERS / 4;
+		if (rot + leave)
+			pf_remove_members(rot + leave);
+		atomic_fetch_add_explicit(&pf_turned, rot, memory_order_relaxed);
+		unsigned joined = rot + join ? pf_add_members(rot + join, now) : 0;
+		if (rot + leave && !joined)
+			pf_total_refresh(); /* members left, none joined: the weight follows */
+		if (rot && joined) {
+			double per = (double)(nkp_now() - t0) / (double)(rot + leave + joined) * 2;
+			rot_ns = rot_ns > 0 ? 0.8 * rot_ns + 0.2 * per : per;
+		}
+		if (!(rot + join))
+			pf_total_refresh();
+		pf_rearm(now);
+		pf_cost(nkp_now() - t0);
+		atomic_fetch_add_explicit(&pf_rounds, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&pf_round_ns, nkp_now() - now, memory_order_relaxed);
 	}
 	return NULL;
 }
@@ -988,16 +1294,18 @@ void nkp_pf_start(void)
 	pf_shift = (uintptr_t)__builtin_ctzl(pf_ps);
 	pf_rng = nkp.seed ? nkp.seed : (uint64_t)nkp_now() ^ (uint64_t)getpid() << 32;
 	pf_rand(&pf_rng);
-	/* Period: 10 ms, longer when the rate asks for less than a page per 10 ms. */
-	uint64_t period = 10000000u;
-	if (nkp.rate > 0 && nkp.rate < 100)
-		period = (uint64_t)(1e9 / nkp.rate);
-	if (period > 1000000000u)
-		period = 1000000000u;
-	atomic_store(&pf_period_ns, (unsigned)period);
+	pf_blk_rng = pf_rng ^ 0x5bd1e995u;
+	pf_rand(&pf_blk_rng);
+	/* Rounds every 10 ms whatever the rate (the rate sets how many pages are members): a member is
+	 * revoked again 10-20 ms after its fault, so visits further apart than that are told apart. */
+	atomic_store(&pf_period_ns, 10000000u);
 	pf_n_own = 0;
 	dl_iterate_phdr(pf_own_cb, (void *)(uintptr_t)&pf_key);
 	atomic_store_explicit(&pf_started, 1, memory_order_release);
+	/* The first members now, before the program runs: blocks it allocates at once join them in their
+	 * share, and an initialisation right at the start is sampled too. */
+	pf_target0 = pf_target(0, 0, 0, 0);
+	pf_add_members(pf_target0, nkp_now());
 	pf_spawn();
 }
 
@@ -1054,9 +1362,15 @@ void nkp_pf_after_fork(void)
 	atomic_store(&pf_expired, 0);
 	atomic_store(&pf_lost, 0);
 	atomic_store(&pf_cost_ns, 0);
+	atomic_store(&pf_turned, 0);
+	atomic_store(&pf_rearmed, 0);
+	atomic_store(&pf_members_full, 0);
+	atomic_store(&pf_rounds, 0);
+	atomic_store(&pf_round_ns, 0);
 	pf_thread_live = 0;
 	atomic_store(&pf_running, 0);
 	pf_rng ^= (uint64_t)getpid() << 17;
+	pf_blk_rng ^= (uint64_t)getpid() << 17;
 	pf_spawn();
 }
 
@@ -1064,10 +1378,19 @@ void nkp_pf_moved(uintptr_t addr, size_t len)
 {
 	uintptr_t e = addr + len < addr ? UINTPTR_MAX : addr + len;
 
-	/* The node recorded at arm time is stale: give those pages back without a sample (the sampler will
-	 * pick pages there again, with a fresh query). */
-	if (len && atomic_load_explicit(&pf_started, memory_order_acquire))
-		pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+	/* The node recorded at arm time is stale: give those pages back without a sample (the members there
+	 * are revoked again after a fresh query). */
+	if (!len || !atomic_load_explicit(&pf_started, memory_order_acquire))
+		return;
+	pf_release_range(addr, e, 0, NK__ACC_UNKNOWN);
+	pthread_mutex_lock(&pf_lock);
+	for (unsigned i = 0; i < pf_n_mem; i++)
+		for (unsigned k = 0; k < pf_mem[i].pages; k++) {
+			uintptr_t page = pf_mem[i].start + ((uintptr_t)k << pf_shift);
+			if (page < e && addr < page + pf_ps)
+				pf_mem[i].node[k] = -1;
+		}
+	pthread_mutex_unlock(&pf_lock);
 }
 
 /* ------------------------------------------------------------ END counters */
@@ -1111,6 +1434,11 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	pf_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
 	pf_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
 	pf_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
+	pf_put_kv(buf, cap, &n, "turned_over", atomic_load(&pf_turned), 0);
+	pf_put_kv(buf, cap, &n, "rearmed", atomic_load(&pf_rearmed), 0);
+	pf_put_kv(buf, cap, &n, "members_full", atomic_load(&pf_members_full), 0);
+	pf_put_kv(buf, cap, &n, "rounds", atomic_load(&pf_rounds), 0);
+	pf_put_kv(buf, cap, &n, "round_ns", atomic_load(&pf_round_ns), 0);
 	pf_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;

@@ -92,6 +92,8 @@ int nkp_record(uint32_t type, const void *a, size_t alen, const void *b, size_t 
 int nkp_busy(void);
 void nkp_enter(void);
 void nkp_leave(void);
+/** Let the calling runtime thread run on every cpu `numakit profile` was given (NK_PROF_CPUS); no-op without. */
+void nkp_own_thread_cpus(void);
 
 /* Hooks libnumakit's nk_profile_* functions find with dlsym(RTLD_DEFAULT)
  * (src/profile/hooks.c); exported by runtime.c.  Same contracts as the
@@ -113,15 +115,14 @@ void nkp_write_maps(void);
 /** Interposers' state after the runtime started (statics registered, sites primed). */
 void nkp_alloc_start(void);
 /**
- * Pick a random tracked page, weighted by size: its address in *page.
- * Returns 0, or -1 when nothing is tracked.  Not AS-safe (sampler thread).
+ * The pagefault sampler's draw.  Each tracked range is cut into groups of @p group pages from its first
+ * page (the last one shorter when the range is not a multiple).  Draws @p max groups uniformly among all
+ * groups of the set (repeats possible): their first pages in starts[] in address order, their page counts
+ * in npages[]; *total = how many groups the set has.  Every tracked page is thus equally likely to be
+ * drawn.  Returns how many were drawn.  Not AS-safe (sampler thread).
  */
-int nkp_tracked_random_page(uint64_t *rng, uintptr_t *page);
-/**
- * Pick up to @p max random runs of @p run pages inside tracked ranges; returns how many.
- * Not AS-safe (sampler thread).
- */
-size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max);
+size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts, uint32_t *npages, size_t max,
+				 uint64_t *total);
 /** 1 when [page, page + page_size) lies inside a tracked range.  AS-safe (lock-free reads). */
 int nkp_tracked_contains(uintptr_t page);
 /**

@@ -118,9 +118,9 @@ static void load_own_cpus(void)
 	nk__ilist_free(&cpus);
 }
 
-/* Let the calling runtime thread (the flusher) run on every cpu of NK_PROF_CPUS, not only on the one
- * an OpenMP runtime bound the main thread to before the runtime started its threads. */
-static void own_thread_cpus(void)
+/* Let the calling runtime thread (the flusher, the pagefault sampler) run on every cpu of NK_PROF_CPUS,
+ * not only on the one an OpenMP runtime bound the main thread to before the runtime started its threads. */
+void nkp_own_thread_cpus(void)
 {
 	if (have_own_cpus)
 		(void)sched_setaffinity(0, sizeof own_cpus, &own_cpus);
@@ -664,7 +664,7 @@ static void *flusher_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	busy = 1; /* the flusher's own allocations are never tracked */
-	own_thread_cpus();
+	nkp_own_thread_cpus();
 	size_t last = 0;
 	while (atomic_load(&flusher_run)) {
 		/* Every 50 ms; every 2 ms while samples come fast enough to fill an eighth of the ring between drains

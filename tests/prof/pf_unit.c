@@ -45,13 +45,29 @@ void nkp_enter(void)
 void nkp_leave(void)
 {
 }
-size_t nkp_tracked_random_runs(uint64_t *rng, size_t run, uintptr_t *starts, size_t max)
+void nkp_own_thread_cpus(void)
 {
-	size_t pages = (tr_hi - tr_lo) >> pf_shift;
-	if (pages < run)
+}
+size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts, uint32_t *npages, size_t max,
+				 uint64_t *total)
+{
+	uint64_t pages = (tr_hi - tr_lo) >> pf_shift, n = (pages + group - 1) / group;
+	*total = n;
+	if (!n)
 		return 0;
 	for (size_t i = 0; i < max; i++)
-		starts[i] = tr_lo + ((uintptr_t)(pf_rand(rng) % (pages - run + 1)) << pf_shift);
+		starts[i] = (uintptr_t)(pf_rand(rng) % n);
+	for (size_t i = 1; i < max; i++) /* address order, as the registry gives them */
+		for (size_t j = i; j > 0 && starts[j - 1] > starts[j]; j--) {
+			uintptr_t t = starts[j];
+			starts[j] = starts[j - 1];
+			starts[j - 1] = t;
+		}
+	for (size_t i = 0; i < max; i++) {
+		uint64_t first = starts[i] * group;
+		npages[i] = (uint32_t)(pages - first < group ? pages - first : group);
+		starts[i] = tr_lo + ((uintptr_t)first << pf_shift);
+	}
 	return max;
 }
 static uint64_t tr_gen = 1;
@@ -160,7 +176,7 @@ static void test_fault_path(void)
 	pf_flush_pending();
 	CHECK(atomic_load(&n_got) == before + 1);
 	CHECK(got[before].flags == (NK__SF_FIRST_TOUCH | NK__SF_NEW_BLOCK) && got[before].page_node >= 0 &&
-	      got[before].access == NK__ACC_WRITE && got[before].weight == 1);
+	      got[before].access == NK__ACC_WRITE && got[before].weight == atomic_load(&pf_cur_w));
 
 	/* I/O: begin gives back our pages in the span as I/O samples and holds the span. */
 	before = atomic_load(&n_got);
@@ -323,6 +339,71 @@ static void test_sampler_thread(void)
 	munmap(m, REGION + (1u << 20));
 }
 
+/*
+ * The weights estimate page visits whatever the program's pace (the reason for members, see the header of
+ * pagefault.c): one thread writes every page once, slowly (about 0.3 s), then reads every page in 8 quick
+ * sweeps 50 ms apart.  The sum of the weights over PF_W_ONE of the writes must be near the pages, and of
+ * the reads near 8 times the pages.  One-shot picks at random times (the sampler before) saw the sweeps
+ * at about a fifth of their visits against the slow writes.
+ */
+#define V_PAGES 1024u
+#define V_SWEEPS 8u
+static void *pacer(void *arg)
+{
+	volatile unsigned char *a = arg;
+	struct timespec slow = { 0, 5 * 1000 * 1000 }, gap = { 0, 50 * 1000 * 1000 };
+	unsigned sum = 0;
+
+	for (unsigned i = 0; i < V_PAGES; i++) {
+		a[(size_t)i << pf_shift] = 1;
+		if (i % 16 == 15)
+			nanosleep(&slow, NULL);
+	}
+	for (unsigned k = 0; k < V_SWEEPS; k++) {
+		nanosleep(&gap, NULL);
+		for (unsigned i = 0; i < V_PAGES; i++)
+			sum += a[(size_t)i << pf_shift];
+	}
+	nanosleep(&gap, NULL);
+	return (void *)(uintptr_t)sum;
+}
+
+static void test_visits(void)
+{
+	void *m = mmap(NULL, V_PAGES << pf_shift, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_t th;
+	void *sum;
+	double wv = 0, rv = 0;
+
+	CHECK(m != MAP_FAILED);
+	tr_lo = (uintptr_t)m;
+	tr_hi = tr_lo + (V_PAGES << pf_shift);
+	nkp.rate = 20000;
+	double keep = PF_MAX_OVERHEAD;
+	PF_MAX_OVERHEAD = 1e9; /* the governor's cap is not under test */
+	unsigned before = atomic_load(&n_got);
+	nkp_pf_start();
+	pthread_create(&th, NULL, pacer, m);
+	pthread_join(th, &sum);
+	nkp_pf_stop();
+	PF_MAX_OVERHEAD = keep;
+	CHECK((uintptr_t)sum == V_PAGES * V_SWEEPS);
+	for (unsigned i = before; i < atomic_load(&n_got); i++) {
+		if (got[i].addr < tr_lo || got[i].addr >= tr_hi)
+			continue;
+		if (got[i].access == NK__ACC_WRITE)
+			wv += (double)got[i].weight / PF_W_ONE;
+		else
+			rv += (double)got[i].weight / PF_W_ONE;
+	}
+	fprintf(stderr, "pf_unit: visits estimated: writes %.0f of %u, reads %.0f of %u (%u samples)\n", wv, V_PAGES,
+		rv, V_PAGES * V_SWEEPS, atomic_load(&n_got) - before);
+	CHECK(wv > 0.75 * V_PAGES && wv < 1.25 * V_PAGES);
+	CHECK(rv > 0.75 * V_PAGES * V_SWEEPS && rv < 1.25 * V_PAGES * V_SWEEPS);
+	CHECK(atomic_load(&pf_out) == 0);
+	munmap(m, V_PAGES << pf_shift);
+}
+
 int main(void)
 {
 	struct sigaction sa;
@@ -339,6 +420,7 @@ int main(void)
 	test_fault_path();
 	test_retry_regiven();
 	test_sampler_thread();
+	test_visits();
 	char js[512];
 	size_t jn = nkp_pf_end_json(js, sizeof js);
 	CHECK(jn > 0 && jn == strlen(js) && !strncmp(js, "\"faults\": ", 10) && strstr(js, "\"pagefault\": {") &&
