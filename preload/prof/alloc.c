@@ -224,10 +224,18 @@ static uint64_t rnd(uint64_t *s)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Shell sort: qsort may call malloc (glibc does for more than 1 KiB), which the sampler thread must not. */
+static void sort_u(uintptr_t *v, size_t n)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+	for (size_t g = 0; g < sizeof gaps / sizeof *gaps; g++)
+		for (size_t i = gaps[g]; i < n; i++) {
+			uintptr_t x = v[i];
+			size_t j = i;
+			for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g])
+				v[j] = v[j - gaps[g]];
+			v[j] = x;
+		}
 }
 
 size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts, uint32_t *npages, size_t max,
@@ -250,7 +258,7 @@ size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts,
 		_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "group numbers are kept in starts[]");
 		for (size_t k = 0; k < max; k++)
 			starts[k] = (uintptr_t)(rnd(rng) % all);
-		qsort(starts, max, sizeof *starts, cmp_u64);
+		sort_u(starts, max);
 		uint64_t before = 0;
 		size_t i = 0;
 		for (size_t k = 0; k < max; k++) {

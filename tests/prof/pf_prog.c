@@ -267,15 +267,17 @@ static void *worker_main(void *arg)
 	fflush(stdout);
 	double end = now_s() + 1.5;
 	for (uint64_t it = 1; now_s() < end; it++) {
-		for (size_t i = 0; i < OWN; i++)
-			w->own[i] = it * (uint64_t)(w->index + 1) + i; /* writes to its own array */
+		/* Writes to its own array, each checked right away: a visit to one of its pages begins with a
+		 * write, so the samples there are writes (the sampler samples visits). */
+		for (size_t i = 0; i < OWN; i++) {
+			w->own[i] = it * (uint64_t)(w->index + 1) + i;
+			if (i % 97 == 0 && ((volatile uint64_t *)w->own)[i] != it * (uint64_t)(w->index + 1) + i)
+				w->bad = 1;
+		}
 		uint64_t s = 0;
 		for (size_t i = 0; i < shared_n; i += 8) /* reads of the shared one */
 			s += shared_arr[i];
 		w->sum = s;
-		for (size_t i = 0; i < OWN; i += 97)
-			if (w->own[i] != it * (uint64_t)(w->index + 1) + i)
-				w->bad = 1;
 	}
 	return NULL;
 }

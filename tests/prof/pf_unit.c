@@ -343,8 +343,8 @@ static void test_sampler_thread(void)
  * The weights estimate page visits whatever the program's pace (the reason for members, see the header of
  * pagefault.c): one thread writes every page once, slowly (about 0.3 s), then reads every page in 8 quick
  * sweeps 50 ms apart.  The sum of the weights over PF_W_ONE of the writes must be near the pages, and of
- * the reads near 8 times the pages.  One-shot picks at random times (the sampler before) saw the sweeps
- * at about a fifth of their visits against the slow writes.
+ * the reads near 8 times the pages.  One sample per page per pick (the sampler before) weighs phases
+ * by their duration instead: the slow writes would count about as much as all the sweeps.
  */
 #define V_PAGES 1024u
 #define V_SWEEPS 8u
