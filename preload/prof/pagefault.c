@@ -154,7 +154,7 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #define PF_TLS __attribute__((tls_model("initial-exec")))
 
 #ifndef PF_SLOTS
-#define PF_SLOTS 8192u /* revoked-page table size, a power of two */
+#define PF_SLOTS 16384u /* revoked-page table size, a power of two */
 #endif
 #define PF_PROBE 32u              /* probe window of the table */
 #define PF_MAX_OUT (PF_SLOTS / 2) /* at most this many pages revoked at a time */

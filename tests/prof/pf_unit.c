@@ -346,7 +346,7 @@ static void test_sampler_thread(void)
  * the reads near 8 times the pages.  One sample per page per pick (the sampler before) weighs phases
  * by their duration instead: the slow writes would count about as much as all the sweeps.
  */
-#define V_PAGES 1024u
+#define V_PAGES 8192u /* twice the member pages at most: half of them members, weights of about 32 */
 #define V_SWEEPS 8u
 static void *pacer(void *arg)
 {
@@ -356,7 +356,7 @@ static void *pacer(void *arg)
 
 	for (unsigned i = 0; i < V_PAGES; i++) {
 		a[(size_t)i << pf_shift] = 1;
-		if (i % 16 == 15)
+		if (i % (V_PAGES / 64) == V_PAGES / 64 - 1)
 			nanosleep(&slow, NULL);
 	}
 	for (unsigned k = 0; k < V_SWEEPS; k++) {
@@ -401,6 +401,7 @@ static void test_visits(void)
 	CHECK(wv > 0.75 * V_PAGES && wv < 1.25 * V_PAGES);
 	CHECK(rv > 0.75 * V_PAGES * V_SWEEPS && rv < 1.25 * V_PAGES * V_SWEEPS);
 	CHECK(atomic_load(&pf_out) == 0);
+	CHECK(atomic_load(&pf_cur_w) > PF_W_ONE); /* not every page was a member: the weights were tested */
 	munmap(m, V_PAGES << pf_shift);
 }
 
