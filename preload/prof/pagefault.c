@@ -594,7 +594,9 @@ void nkp_pf_prepare_io(const void *addr, size_t len)
 	pf_release_range(s, s + len < s ? UINTPTR_MAX : s + len, 1, NK__ACC_UNKNOWN);
 }
 
-int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access)
+/* A hold on [start, end) (the sampler revokes nothing there until nkp_pf_io_end), then our pages there given
+ * back: as I/O samples when @p io.  The token, or -1. */
+static int pf_hold_span(uintptr_t start, uintptr_t end, int io, int access)
 {
 	int token = -1;
 
@@ -617,8 +619,18 @@ int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access)
 		token = (int)PF_HOLDS;
 	}
 	/* The hold is visible (seq_cst) before we look for ARMING/ARMED keys: see the header comment. */
-	pf_release_range(start, end, 1, (uint8_t)access);
+	pf_release_range(start, end, io, (uint8_t)access);
 	return token;
+}
+
+int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access)
+{
+	return pf_hold_span(start, end, 1, access);
+}
+
+int nkp_pf_hold(uintptr_t start, uintptr_t end)
+{
+	return pf_hold_span(start, end, 0, NK__ACC_UNKNOWN);
 }
 
 void nkp_pf_io_end(int token)

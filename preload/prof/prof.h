@@ -108,6 +108,10 @@ NKP_API void nkp_hook_alloc(const void *addr, size_t len, const char *name);
 NKP_API void nkp_hook_free(const void *addr, size_t len);
 /* nk_apply / next-touch tell the runtime that pages of [addr, addr+len) may have moved. */
 NKP_API void nkp_hook_moved(const void *addr, size_t len);
+/* nk_apply holds the region it places and its own buffers: the pagefault sampler gives back its pages there
+ * and revokes none until nkp_hook_unhold(token).  -1: nothing held. */
+NKP_API int nkp_hook_hold(const void *addr, size_t len);
+NKP_API void nkp_hook_unhold(int token);
 /** Append a MAPS record (/proc/self/maps now); no-op when inactive. */
 void nkp_write_maps(void);
 
@@ -172,8 +176,14 @@ void nkp_pf_after_fork(void);
  * end).  AS-safe.
  */
 int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access);
-/** The call of nkp_pf_io_begin's @p token returned.  AS-safe. */
+/** The call of nkp_pf_io_begin's (or nkp_pf_hold's) @p token returned.  AS-safe. */
 void nkp_pf_io_end(int token);
+/**
+ * numakit's own placement (nk_apply through nkp_hook_hold) is about to work on [start, end): give back our
+ * pages there without samples and revoke none until nkp_pf_io_end(token): MADV_POPULATE_WRITE fails on a
+ * revoked page, and the nodes cached for the members there would go stale.  Returns the token.  AS-safe.
+ */
+int nkp_pf_hold(uintptr_t start, uintptr_t end);
 /** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
 void nkp_pf_exclude(uintptr_t start, uintptr_t end);
 /**

@@ -42,6 +42,8 @@
 #pragma weak nkp_pf_fault
 #pragma weak nkp_pf_after_fork
 #pragma weak nkp_pf_moved
+#pragma weak nkp_pf_hold
+#pragma weak nkp_pf_io_end
 #pragma weak nkp_trace_start
 #pragma weak nkp_trace_stop
 #pragma weak nkp_trace_moved
@@ -1454,6 +1456,22 @@ NKP_EXPORT void nkp_hook_moved(const void *addr, size_t len)
 		nkp_pf_moved((uintptr_t)addr, len);
 	else if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_moved)
 		nkp_trace_moved((uintptr_t)addr, len);
+}
+
+/* nk_apply is about to place [addr, addr+len): no page there may stay revoked meanwhile.  A token for
+ * nkp_hook_unhold, or -1. */
+NKP_EXPORT int nkp_hook_hold(const void *addr, size_t len)
+{
+	if (!nkp.active || !addr || !len || nkp.sampler != NK__SAMPLER_PAGEFAULT || !nkp_pf_hold)
+		return -1;
+	uintptr_t a = (uintptr_t)addr;
+	return nkp_pf_hold(a, a + len < a ? UINTPTR_MAX : a + len);
+}
+
+NKP_EXPORT void nkp_hook_unhold(int token)
+{
+	if (token >= 0 && nkp_pf_io_end)
+		nkp_pf_io_end(token);
 }
 
 /* ---------------------------------------------------------------- start */
