@@ -367,19 +367,29 @@ static int pf_claim(int slot, uintptr_t page)
 	}
 }
 
-/* Give back a claimed page and clear its slot.  0 or -errno (the slot is then ARMED again).  AS-safe. */
-static int pf_restore(int slot, uintptr_t page)
+/* Give back the claimed pages [s, s + n pages) (slot[i]: page i's) with one mprotect and clear their slots.
+ * 0 or -errno (the slots are then ARMED again).  AS-safe. */
+static int pf_restore_run(uintptr_t s, unsigned n, const int *slot)
 {
-	int rc = nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+	int rc = nk__os_protect((void *)s, (uintptr_t)n << pf_shift, NK__PROT_RW);
 	if (rc) {
-		atomic_store_explicit(&pf_key[slot], page | PF_ARMED, memory_order_release);
+		for (unsigned i = 0; i < n; i++)
+			atomic_store_explicit(&pf_key[slot[i]], (s + ((uintptr_t)i << pf_shift)) | PF_ARMED,
+					      memory_order_release);
 		return rc;
 	}
-	/* Counted before the slot is cleared: a thread that finds no slot for its page also sees that
+	/* Counted before the slots are cleared: a thread that finds no slot for its page also sees that
 	 * a page was given back since its last look (nkp_pf_fault). */
-	atomic_fetch_add_explicit(&pf_released, 1, memory_order_seq_cst);
-	pf_clear(slot);
+	atomic_fetch_add_explicit(&pf_released, n, memory_order_seq_cst);
+	for (unsigned i = 0; i < n; i++)
+		pf_clear(slot[i]);
 	return 0;
+}
+
+/* One claimed page. */
+static int pf_restore(int slot, uintptr_t page)
+{
+	return pf_restore_run(page, 1, &slot);
 }
 
 static int pf_cpu(void)
@@ -843,6 +853,17 @@ static unsigned pf_arm_members(unsigned n, uint64_t now)
 	return armed;
 }
 
+/* Under pf_lock: revoke every page of the members from @p n0 on (just joined). */
+static void pf_arm_joined(unsigned n0, uint64_t now)
+{
+	for (unsigned i = n0; i < pf_n_mem; i++) {
+		pf_idx[i - n0] = i;
+		pf_mask[i - n0] = (uint16_t)((1u << pf_mem[i].pages) - 1);
+	}
+	if (pf_n_mem > n0)
+		pf_arm_members(pf_n_mem - n0, now);
+}
+
 /* A uniform draw in [0, 1). */
 static double pf_unit(uint64_t *s)
 {
@@ -896,12 +917,7 @@ void nkp_pf_new_block(uintptr_t addr, size_t len)
 		}
 		pf_member_init(&pf_mem[pf_n_mem++], g, pages, 1);
 	}
-	for (unsigned i = n0; i < pf_n_mem; i++) {
-		pf_idx[i - n0] = i;
-		pf_mask[i - n0] = (uint16_t)((1u << pf_mem[i].pages) - 1);
-	}
-	if (pf_n_mem > n0)
-		pf_arm_members(pf_n_mem - n0, t0);
+	pf_arm_joined(n0, t0);
 	pf_set_weight();
 	pthread_mutex_unlock(&pf_lock);
 	pf_cost(nkp_now() - t0);
@@ -959,23 +975,6 @@ static unsigned pf_expire(uint64_t before)
 	return n;
 }
 
-/* Under pf_lock: give back the run of claimed pages [s, s + n pages) in @p slot.  Returns pages given back. */
-static unsigned pf_restore_run(uintptr_t s, unsigned n, const int *slot)
-{
-	if (!n)
-		return 0;
-	if (nk__os_protect((void *)s, (uintptr_t)n << pf_shift, NK__PROT_RW)) {
-		for (unsigned i = 0; i < n; i++)
-			atomic_store_explicit(&pf_key[slot[i]], (s + ((uintptr_t)i << pf_shift)) | PF_ARMED,
-					      memory_order_release);
-		return 0;
-	}
-	atomic_fetch_add_explicit(&pf_released, n, memory_order_seq_cst);
-	for (unsigned i = 0; i < n; i++)
-		pf_clear(slot[i]);
-	return n;
-}
-
 /* Under pf_lock: give back member @p mb's revoked pages, one mprotect per contiguous run.  Returns pages. */
 static unsigned pf_release_member(const struct pf_member *mb)
 {
@@ -991,7 +990,8 @@ static unsigned pf_release_member(const struct pf_member *mb)
 			slot[run++] = sl;
 			continue;
 		}
-		n += pf_restore_run(mb->start + ((uintptr_t)k0 << pf_shift), run, slot);
+		if (run && pf_restore_run(mb->start + ((uintptr_t)k0 << pf_shift), run, slot) == 0)
+			n += run;
 		run = 0;
 	}
 	return n;
@@ -1056,12 +1056,7 @@ static unsigned pf_add_members(unsigned want, uint64_t now)
 		pf_member_init(&pf_mem[pf_n_mem], s, npages[i], 0);
 		pf_n_mem++;
 	}
-	for (unsigned i = n0; i < pf_n_mem; i++) {
-		pf_idx[i - n0] = i;
-		pf_mask[i - n0] = (uint16_t)((1u << pf_mem[i].pages) - 1);
-	}
-	if (pf_n_mem > n0)
-		pf_arm_members(pf_n_mem - n0, now);
+	pf_arm_joined(n0, now);
 	pf_total = total;
 	pf_set_weight();
 	pthread_mutex_unlock(&pf_lock);
@@ -1224,14 +1219,12 @@ static void *pf_main(void *arg)
 			pf_remove_members(rot + leave);
 		atomic_fetch_add_explicit(&pf_turned, rot, memory_order_relaxed);
 		unsigned joined = rot + join ? pf_add_members(rot + join, now) : 0;
-		if (rot + leave && !joined)
-			pf_total_refresh(); /* members left, none joined: the weight follows */
 		if (rot && joined) {
 			double per = (double)(nkp_now() - t0) / (double)(rot + leave + joined) * 2;
 			rot_ns = rot_ns > 0 ? 0.8 * rot_ns + 0.2 * per : per;
 		}
 		if (!(rot + join))
-			pf_total_refresh();
+			pf_total_refresh(); /* no draw counted the tracked groups: the weight follows */
 		pf_rearm(now);
 		pf_cost(nkp_now() - t0);
 		atomic_fetch_add_explicit(&pf_rounds, 1, memory_order_relaxed);
