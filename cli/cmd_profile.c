@@ -21,7 +21,7 @@
 #include "cli.h"
 
 const char cli_profile_usage[] =
-	"usage: numakit profile [--sampler auto|hw|pagefault|trace] [--rate R]\n"
+	"usage: numakit profile [--sampler auto|hw|timer|pagefault|trace] [--rate R]\n"
 	"                       [--min-size SIZE] [--max-overhead PCT] [--roi]\n"
 	"                       [-o FILE] [--quiet]\n"
 	"                       [--] COMMAND [ARG...]\n"
@@ -32,11 +32,16 @@ const char cli_profile_usage[] =
 	"\n"
 	"Options:\n"
 	"  --sampler S      auto (default): hw when the machine has precise memory\n"
-	"                   sampling (Intel PEBS, AMD IBS), else pagefault;\n"
+	"                   sampling (Intel PEBS, AMD IBS), else timer (pagefault\n"
+	"                   in builds without it);\n"
 	"                   hw: perf_event_open, fails when unavailable;\n"
-	"                   pagefault: software sampling, works everywhere;\n"
+	"                   timer: software, the instruction each thread runs every\n"
+	"                   period of its CPU time, decoded (x86-64);\n"
+	"                   pagefault: software, access revoked on random pages;\n"
 	"                   trace: every access of a program built with 'numakit cc'\n"
-	"  --rate R         pagefault: samples per second per process (default 1000);\n"
+	"  --rate R         timer: samples per second of each thread's CPU time\n"
+	"                   (default 1000; the kernel's tick caps it);\n"
+	"                   pagefault: samples per second per process (default 1000);\n"
 	"                   hw: one sample per R events; trace: one access in R\n"
 	"  --min-size SIZE  do not track allocations smaller than SIZE (default 64K)\n"
 	"  --max-overhead PCT  pagefault: cap on the sampler's own cost, percent of\n"
@@ -89,6 +94,8 @@ static const char *sampler_text(int s)
 		return "pagefault";
 	case NK_SAMPLER_TRACE:
 		return "trace";
+	case NK_SAMPLER_TIMER:
+		return "timer";
 	}
 	return "auto";
 }
@@ -143,8 +150,10 @@ int cli_cmd_profile(int argc, char **argv)
 				o.sampler = NK_SAMPLER_PAGEFAULT;
 			else if (!strcmp(optarg, "trace"))
 				o.sampler = NK_SAMPLER_TRACE;
+			else if (!strcmp(optarg, "timer"))
+				o.sampler = NK_SAMPLER_TIMER;
 			else
-				return cli_usage_error("profile", "--sampler: expected auto, hw, pagefault or trace, "
+				return cli_usage_error("profile", "--sampler: expected auto, hw, timer, pagefault or trace, "
 						       "found '%s'", optarg);
 			break;
 		case OPT_RATE: {

@@ -155,6 +155,17 @@ void nkp_alloc_fork_parent(void);
 void nkp_alloc_fork_child(void);
 void nkp_alloc_replay(void); /* child after fork: SITE/ALLOC of the inherited live blocks into the new part */
 
+/* ---- timer.c (weak in runtime.c: absent without Zydis) ---- */
+/** NK_PROF_SAMPLER=timer, after the part is open: the signal handler, the calling thread's timer. */
+void nkp_timer_start(void);
+void nkp_timer_stop(void);
+/** A program thread begins (runtime.c's thread trampoline): its CPU-time timer. */
+void nkp_timer_thread_begin(void);
+/** In the child after fork: its one thread's timer again. */
+void nkp_timer_after_fork(void);
+/** END counters, `"timer": {...}` (no leading comma); 0 when the sampler did not run.  AS-safe. */
+size_t nkp_timer_end_json(char *buf, size_t cap);
+
 /* ---- pagefault.c ---- */
 void nkp_pf_start(void);
 void nkp_pf_stop(void);

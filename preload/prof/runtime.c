@@ -50,6 +50,11 @@
 #pragma weak nkp_trace_after_fork
 #pragma weak nkp_trace_end_json
 #pragma weak nkp_pf_end_json
+#pragma weak nkp_timer_start
+#pragma weak nkp_timer_stop
+#pragma weak nkp_timer_thread_begin
+#pragma weak nkp_timer_after_fork
+#pragma weak nkp_timer_end_json
 
 struct nkp_state nkp;
 
@@ -449,6 +454,8 @@ static const char *sampler_name(int s)
 		return "trace";
 	case NK__SAMPLER_HW:
 		return "hw";
+	case NK__SAMPLER_TIMER:
+		return "timer";
 	default:
 		return "none";
 	}
@@ -637,6 +644,7 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, atomic_load(&n_forks));
 	size_t (*extra)(char *, size_t) = nkp.sampler == NK__SAMPLER_TRACE ? nkp_trace_end_json
 					  : nkp.sampler == NK__SAMPLER_PAGEFAULT ? nkp_pf_end_json
+					  : nkp.sampler == NK__SAMPLER_TIMER	  ? nkp_timer_end_json
 										  : NULL;
 	if (extra) {
 		size_t room = (size_t)(b + sizeof b - p) - 2;
@@ -711,6 +719,8 @@ static void samplers_stop(void)
 		nkp_pf_stop();
 	else if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
 		nkp_trace_stop();
+	else if (nkp.sampler == NK__SAMPLER_TIMER && nkp_timer_stop)
+		nkp_timer_stop();
 }
 
 /* Close the part for good (exit paths, not AS-safe). */
@@ -915,6 +925,8 @@ static void *thread_tramp(void *a)
 		if (!closed)
 			write_thread_locked(t.index);
 		wr_unlock();
+		if (nkp.sampler == NK__SAMPLER_TIMER && nkp_timer_thread_begin)
+			nkp_timer_thread_begin();
 	}
 	return t.fn(t.arg);
 }
@@ -997,6 +1009,8 @@ static void fork_child(void)
 		nkp_pf_after_fork();
 	else if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_after_fork)
 		nkp_trace_after_fork();
+	else if (nkp.sampler == NK__SAMPLER_TIMER && nkp_timer_after_fork)
+		nkp_timer_after_fork();
 }
 
 /* ---------------------------------------------------------------- exec */
@@ -1558,6 +1572,8 @@ __attribute__((constructor(101))) static void nkp_init(void)
 		nkp.sampler = nkp_pf_start ? NK__SAMPLER_PAGEFAULT : 0;
 	else if (!strcmp(s, "trace"))
 		nkp.sampler = nkp_trace_start ? NK__SAMPLER_TRACE : 0;
+	else if (!strcmp(s, "timer"))
+		nkp.sampler = nkp_timer_start ? NK__SAMPLER_TIMER : 0;
 	const char *r = getenv("NK_PROF_RATE");
 	double rate = nkp.sampler == NK__SAMPLER_TRACE ? 1 : 1000;
 	if (r && *r) {
@@ -1600,4 +1616,6 @@ __attribute__((constructor(101))) static void nkp_init(void)
 		nkp_pf_start();
 	else if (nkp.sampler == NK__SAMPLER_TRACE)
 		nkp_trace_start();
+	else if (nkp.sampler == NK__SAMPLER_TIMER)
+		nkp_timer_start();
 }

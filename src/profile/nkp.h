@@ -180,7 +180,7 @@ enum nk__nkp_sample_flags {
 	NK__SF_NEW_BLOCK = 8,   /* pagefault: the page was armed because its block was new, not picked at random */
 };
 
-enum nk__nkp_sampler { NK__SAMPLER_PAGEFAULT = 1, NK__SAMPLER_HW = 2, NK__SAMPLER_TRACE = 3 };
+enum nk__nkp_sampler { NK__SAMPLER_PAGEFAULT = 1, NK__SAMPLER_HW = 2, NK__SAMPLER_TRACE = 3, NK__SAMPLER_TIMER = 4 };
 
 /* One sample, 48 bytes, the same from every sampler. */
 struct nk__nkp_sample {

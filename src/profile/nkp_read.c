@@ -88,8 +88,8 @@ int nk__nkp_check_sample(const struct nk__nkp_sample *s, char *why, size_t n)
 		return why_fmt(why, n, "access %u out of range (0..2)", s->access);
 	if (s->source > NK__SRC_UNCACHED)
 		return why_fmt(why, n, "source %u out of range (0..10)", s->source);
-	if (s->sampler < NK__SAMPLER_PAGEFAULT || s->sampler > NK__SAMPLER_TRACE)
-		return why_fmt(why, n, "sampler %u out of range (1..3)", s->sampler);
+	if (s->sampler < NK__SAMPLER_PAGEFAULT || s->sampler > NK__SAMPLER_TIMER)
+		return why_fmt(why, n, "sampler %u out of range (1..4)", s->sampler);
 	if (s->cpu < -1)
 		return why_fmt(why, n, "cpu %d out of range (>= -1)", s->cpu);
 	if (s->cpu_node < -1)

@@ -38,6 +38,16 @@ extern char **environ;
 #define SETTLE_MS 100       /* before looking for them */
 #define QUERY_BATCH 1024     /* move_pages batch of the residency query */
 #define DEFAULT_PF_RATE 1000
+
+/*
+ * The software sampler `auto` uses where hw is unavailable: timer when this build's runtime has it (its
+ * estimates do not depend on the program's speed: docs/profile.md), else pagefault.
+ */
+#ifdef NK_HAVE_TIMER_SAMPLER
+#define AUTO_FALLBACK NK_SAMPLER_TIMER
+#else
+#define AUTO_FALLBACK NK_SAMPLER_PAGEFAULT
+#endif
 #define MAX_ELF_CHECK (512u << 20)
 
 struct part {
@@ -77,6 +87,8 @@ static const char *sampler_name(int s)
 		return "pagefault";
 	case NK_SAMPLER_TRACE:
 		return "trace";
+	case NK_SAMPLER_TIMER:
+		return "timer";
 	}
 	return "?";
 }
@@ -468,8 +480,8 @@ static int spawn_hook(int pid, void *arg)
 		return rc;
 	}
 	snprintf(s->fallback, sizeof s->fallback, "%.250s", s->hw_err.message[0] ? s->hw_err.message : nk_strerror(rc));
-	s->sampler = NK_SAMPLER_PAGEFAULT;
-	return 1; /* environment 1: pagefault */
+	s->sampler = AUTO_FALLBACK;
+	return 1; /* environment 1: the software fallback */
 }
 
 /* page_node of the samples drained since the last call, batched move_pages queries per process. */
@@ -550,7 +562,7 @@ static char *run_json(const struct session *s, char *const argv[], uint64_t star
 		goto out;
 	for (size_t i = 0; argv[i]; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
-	if (rate <= 0 && s->sampler == NK_SAMPLER_PAGEFAULT)
+	if (rate <= 0 && (s->sampler == NK_SAMPLER_PAGEFAULT || s->sampler == NK_SAMPLER_TIMER))
 		rate = DEFAULT_PF_RATE;
 	if (rate <= 0 && s->sampler == NK_SAMPLER_TRACE)
 		rate = 1;
@@ -596,8 +608,14 @@ static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *er
 		return nk__error(err, NK_EINVAL, "no program to profile");
 	if (!o->output || !o->output[0])
 		return nk__error(err, NK_EINVAL, "no output file given");
-	if (o->sampler < NK_SAMPLER_AUTO || o->sampler > NK_SAMPLER_TRACE)
+	if (o->sampler < NK_SAMPLER_AUTO || o->sampler > NK_SAMPLER_TIMER)
 		return nk__error(err, NK_EINVAL, "unknown sampler %d", o->sampler);
+#ifndef NK_HAVE_TIMER_SAMPLER
+	if (o->sampler == NK_SAMPLER_TIMER)
+		return nk__error(err, NK_ENOSYS,
+				 "the timer sampler is not in this build (it needs the Zydis decoder, Debian package "
+				 "libzydis-dev, on x86-64): use --sampler pagefault");
+#endif
 	if (!isfinite(o->rate) || o->rate < 0 || o->rate > 1e9)
 		return nk__error(err, NK_EINVAL, "rate %g: expected a positive number (0 = default)", o->rate);
 	if (o->sampler == NK_SAMPLER_TRACE && o->rate != 0 && (o->rate < 1 || o->rate != floor(o->rate)))
@@ -630,7 +648,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 		return rc;
 	s.o = o;
 	s.requested = o->sampler;
-	s.sampler = o->sampler == NK_SAMPLER_AUTO ? NK_SAMPLER_PAGEFAULT : o->sampler;
+	s.sampler = o->sampler == NK_SAMPLER_AUTO ? AUTO_FALLBACK : o->sampler;
 	base = o->envp ? o->envp : environ;
 
 	/* Find the program in the program's own PATH, as its shell would. */
@@ -689,7 +707,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	seed = o->seed ? o->seed : (unsigned long long)nk__os_realtime_ns();
 	if (s.requested == NK_SAMPLER_HW || s.requested == NK_SAMPLER_AUTO) {
 		env_a = build_env(base, runtime, s.dir, "none", o, seed);
-		env_b = build_env(base, runtime, s.dir, "pagefault", o, seed);
+		env_b = build_env(base, runtime, s.dir, sampler_name(AUTO_FALLBACK), o, seed);
 	} else {
 		env_a = build_env(base, runtime, s.dir, sampler_name(s.sampler), o, seed);
 	}
