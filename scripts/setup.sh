@@ -17,6 +17,7 @@ PACKAGES=(
   python3 python3-pip                                               # guest runner and tests; pip for virtme-ng
   g++ gfortran libomp-14-dev                                        # C++ and Fortran use of the header; LLVM OpenMP runtime
   libdw-dev libelf-dev                                              # profiler: ELF symbols, DWARF, source lines (elfutils)
+  libzydis-dev                                                      # profiler: the timer sampler decodes x86-64 instructions (optional)
   chromium                                                          # profiler: renders the HTML report headless in tests
 )
 

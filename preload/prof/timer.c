@@ -4,10 +4,13 @@
  * or lock in the handler; the instruction decoding belongs to
  * preload/decode (decode.h), the samples' way out to runtime.c (nkp_emit).
  *
- * Every program thread gets a POSIX timer on its own CPU-time clock
- * (CLOCK_THREAD_CPUTIME_ID) that sends it a real-time signal every period of
- * the CPU time it uses (1 / --rate seconds; the kernel checks CPU-time
- * timers at its tick, so at most HZ a second per thread).  The handler reads
+ * Every program thread gets a clock on its own CPU time that sends it a
+ * real-time signal every period of the CPU time it uses (1 / --rate
+ * seconds): the kernel's task-clock software event (perf_event_open, an
+ * hrtimer: exact periods, no PMU needed, allowed where perf_event_paranoid
+ * <= 2 or with CAP_PERFMON), else a POSIX timer on CLOCK_THREAD_CPUTIME_ID
+ * (checked at the kernel's tick: at most HZ signals a second per thread, the
+ * periods between counted as overruns).  The handler reads
  * the instruction the thread was interrupted at (it has not run yet: the
  * registers are those it will run with), decodes it and computes the
  * address of each of its data accesses; an access to tracked memory becomes
@@ -44,6 +47,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -62,10 +69,21 @@ static pthread_key_t tm_key;       /* a thread's timer, deleted when it exits */
 static atomic_int tm_key_ok;
 static uintptr_t tm_ps = 4096;
 static atomic_ulong tm_ticks, tm_overruns, tm_nomem, tm_untracked, tm_undecoded, tm_unsupported, tm_samples;
-static atomic_ulong tm_threads, tm_timer_fail;
+static atomic_ulong tm_threads, tm_timer_fail, tm_perf_threads;
+static atomic_int tm_no_perf; /* perf_event_open refused once: POSIX timers for every later thread */
+
+#define TM_RING_PAGES 1 /* data pages of a thread's perf ring (its records are never read: see tm_drain) */
+
+/* A thread's clock: a perf task-clock event (fd >= 0, its ring mapped) or a POSIX timer. */
+struct tm_clock {
+	int fd;
+	void *ring;
+	size_t ring_len;
+};
 
 static _Thread_local int tm_have __attribute__((tls_model("initial-exec")));
 static _Thread_local timer_t tm_timer __attribute__((tls_model("initial-exec")));
+static _Thread_local struct tm_clock tm_clk __attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t tm_rng __attribute__((tls_model("initial-exec")));
 
 static uint64_t tm_rand(uint64_t *s)
@@ -92,6 +110,13 @@ static void tm_handler(int sig, siginfo_t *si, void *uctx)
 	int saved_errno = errno;
 
 	(void)sig;
+	if (tm_clk.ring) {
+		/* The records are not needed (the signal's context says it all): mark them consumed so that
+		 * the ring never fills (a full ring stops the wakeups that send the signal). */
+		struct perf_event_mmap_page *mp = tm_clk.ring;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	}
 	if (!atomic_load_explicit(&tm_running, memory_order_relaxed) || !uctx || !nkp.active)
 		goto out;
 	atomic_fetch_add_explicit(&tm_ticks, 1, memory_order_relaxed);
@@ -126,7 +151,7 @@ static void tm_handler(int sig, siginfo_t *si, void *uctx)
 		atomic_fetch_add_explicit(&tm_nomem, 1, memory_order_relaxed);
 		goto out;
 	}
-	int over = si ? si->si_overrun : 0;
+	int over = si && si->si_code == SI_TIMER ? si->si_overrun : 0;
 	if (over < 0)
 		over = 0;
 	if (over)
@@ -166,10 +191,59 @@ out:
 static void tm_thread_gone(void *v)
 {
 	(void)v;
-	if (tm_have) {
+	if (!tm_have)
+		return;
+	tm_have = 0;
+	if (tm_clk.fd >= 0) {
+		ioctl(tm_clk.fd, PERF_EVENT_IOC_DISABLE, 0);
+		void *ring = tm_clk.ring;
+		tm_clk.ring = NULL; /* before the unmap: a signal still pending must not touch it */
+		munmap(ring, tm_clk.ring_len);
+		close(tm_clk.fd);
+		tm_clk.fd = -1;
+	} else {
 		timer_delete(tm_timer);
-		tm_have = 0;
 	}
+}
+
+/* The calling thread's task-clock event: 0, or -1 (nothing left open). */
+static int tm_perf_begin(void)
+{
+	struct perf_event_attr pe;
+	struct f_owner_ex owner = { F_OWNER_TID, (pid_t)nkp_tid() };
+
+	memset(&pe, 0, sizeof pe);
+	pe.type = PERF_TYPE_SOFTWARE;
+	pe.size = sizeof pe;
+	pe.config = PERF_COUNT_SW_TASK_CLOCK;
+	pe.sample_period = tm_period_ns;
+	pe.sample_type = 0; /* records of a header only: never read */
+	pe.disabled = 1;
+	pe.exclude_kernel = 1; /* a period that ends in the kernel gives no signal: the handler needs user code */
+	pe.exclude_hv = 1;
+	pe.wakeup_events = 1; /* every period: a wakeup, hence a signal */
+	int fd = (int)syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = (size_t)(1 + TM_RING_PAGES) * tm_ps;
+	void *ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ring == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	tm_clk.fd = fd;
+	tm_clk.ring = ring;
+	tm_clk.ring_len = len;
+	if (fcntl(fd, F_SETOWN_EX, &owner) || fcntl(fd, F_SETSIG, tm_sig) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) || ioctl(fd, PERF_EVENT_IOC_RESET, 0) ||
+	    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		tm_clk.ring = NULL;
+		munmap(ring, len);
+		close(fd);
+		tm_clk.fd = -1;
+		return -1;
+	}
+	return 0;
 }
 
 void nkp_timer_thread_begin(void)
@@ -179,6 +253,19 @@ void nkp_timer_thread_begin(void)
 
 	if (!atomic_load_explicit(&tm_running, memory_order_acquire) || tm_have)
 		return;
+	tm_clk.fd = -1;
+	tm_clk.ring = NULL;
+	if (!atomic_load_explicit(&tm_no_perf, memory_order_relaxed)) {
+		if (tm_perf_begin() == 0) {
+			tm_have = 1;
+			if (atomic_load_explicit(&tm_key_ok, memory_order_acquire))
+				pthread_setspecific(tm_key, (void *)1);
+			atomic_fetch_add_explicit(&tm_threads, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&tm_perf_threads, 1, memory_order_relaxed);
+			return;
+		}
+		atomic_store_explicit(&tm_no_perf, 1, memory_order_relaxed);
+	}
 	memset(&ev, 0, sizeof ev);
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = tm_sig;
@@ -259,7 +346,15 @@ void nkp_timer_stop(void)
 
 void nkp_timer_after_fork(void)
 {
-	/* The child has no timers (POSIX timers are not inherited) and one thread: its own timer again. */
+	/* The child has no timers (POSIX timers are not inherited; the parent's perf event, inherited as a
+	 * descriptor, counts the parent's thread) and one thread: its own clock again. */
+	if (tm_clk.fd >= 0) {
+		void *ring = tm_clk.ring;
+		tm_clk.ring = NULL;
+		munmap(ring, tm_clk.ring_len);
+		close(tm_clk.fd);
+		tm_clk.fd = -1;
+	}
 	tm_have = 0;
 	atomic_store(&tm_ticks, 0);
 	atomic_store(&tm_overruns, 0);
@@ -270,6 +365,7 @@ void nkp_timer_after_fork(void)
 	atomic_store(&tm_samples, 0);
 	atomic_store(&tm_threads, 0);
 	atomic_store(&tm_timer_fail, 0);
+	atomic_store(&tm_perf_threads, 0);
 	if (atomic_load(&tm_running))
 		nkp_timer_thread_begin();
 }
@@ -314,6 +410,7 @@ size_t nkp_timer_end_json(char *buf, size_t cap)
 	tm_put_kv(buf, cap, &n, "undecoded", atomic_load(&tm_undecoded), 0);
 	tm_put_kv(buf, cap, &n, "unsupported", atomic_load(&tm_unsupported), 0);
 	tm_put_kv(buf, cap, &n, "threads", atomic_load(&tm_threads), 0);
+	tm_put_kv(buf, cap, &n, "perf_threads", atomic_load(&tm_perf_threads), 0);
 	tm_put_kv(buf, cap, &n, "timer_failed", atomic_load(&tm_timer_fail), 0);
 	tm_put(buf, cap, &n, "}");
 	buf[n] = 0;

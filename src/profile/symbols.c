@@ -331,7 +331,9 @@ static const char *parse_line(const char *p, const char *end, struct smap *m, ch
 		*q++ = (char)c;
 	}
 	*q = 0;
-	if (m->inode && n[0] != '/') {
+	/* Files have paths; anonymous-inode mappings (a perf_event ring buffer of the timer sampler, io_uring,
+	 * dma-buf) have an inode and an "anon_inode:" name: no file to symbolise, like anonymous memory. */
+	if (m->inode && n[0] != '/' && strncmp(n, "anon_inode:", 11)) {
 		free(n);
 		return "an inode but no path";
 	}

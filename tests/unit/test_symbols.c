@@ -456,6 +456,16 @@ static void test_malformed(void **state)
 		assert_int_equal(nk__sym_open(NULL, 1, &s, NULL), NK_EINVAL);
 		assert_int_equal(nk__sym_open(t, 2, &s, NULL), NK_EINVAL);
 	}
+	/* an anonymous-inode mapping (the timer sampler's perf ring: "an inode but no path" made a whole profile
+	 * unsymbolised) is no file: anonymous, like other memory with no path */
+	{
+		const char *t[1] = { OK_LINE "7f0000000000-7f0000002000 rw-s 00000000 00:0f 1052 anon_inode:[perf_event]\n" };
+		nk__symtab *s;
+		assert_int_equal(nk__sym_open(t, 1, &s, NULL), 0);
+		assert_int_equal(nk__sym_mapping(s, 0x400000, NULL, NULL, NULL), NK__MAP_FILE);
+		assert_int_not_equal(nk__sym_mapping(s, 0x7f0000000000ull, NULL, NULL, NULL), NK__MAP_FILE);
+		nk__sym_close(s);
+	}
 	/* escapes are decoded; an empty text and a final line without newline are fine */
 	{
 		const char *t[2] = { "", "00400000-00401000 r-xp 00000000 08:01 42 /a\\040b" };
