@@ -18,7 +18,7 @@
 
 const char cli_advise_usage[] =
 	"usage: numakit advise [-o PLAN.json] [--machine FILE] [--min-size SIZE]\n"
-	"                      [--no-pages] [--no-pin] [--no-phases] PROFILE.nkp\n"
+	"                      [--no-pages] [--no-pin] [--no-phases] PROFILE.nkp...\n"
 	"       numakit advise --check PLAN.json [--machine FILE]\n"
 	"       numakit advise --source FILE.c [--json] [-o PATCH] [--min-size SIZE]\n"
 	"                      [--machine FILE] [-- CLANG_ARGS...]\n"
@@ -31,6 +31,10 @@ const char cli_advise_usage[] =
 	"reason; the variables left alone, with why; and a thread pinning.  The\n"
 	"plan is JSON a person may edit (docs/plan.md); `numakit run --plan` applies\n"
 	"it to the unmodified program.\n"
+	"\n"
+	"Several profiles (or one written by `numakit profile --runs N`) are runs of\n"
+	"one program: advise decides from their pooled samples (variables matched by\n"
+	"allocation site or symbol) and the plan says how many runs it came from.\n"
 	"\n"
 	"Without -o the plan is printed; with -o it is written to PLAN.json and a\n"
 	"short table (variable, policy, when, reason) is printed.\n"
@@ -434,8 +438,6 @@ int cli_cmd_advise(int argc, char **argv)
 	}
 	if (optind == argc)
 		return cli_usage_error("advise", "no profile given");
-	if (argc - optind > 1)
-		return cli_usage_error("advise", "unexpected argument '%s'", argv[optind + 1]);
 	path = argv[optind];
 
 	nk_machine *m = NULL;
@@ -449,7 +451,7 @@ int cli_cmd_advise(int argc, char **argv)
 	nk_advice *a = NULL;
 	nk_error err = { 0, "" };
 	char *text = NULL;
-	rc = nk_profile_load(path, &p, &err);
+	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		nk_machine_free(m);

@@ -23,7 +23,7 @@
 const char cli_profile_usage[] =
 	"usage: numakit profile [--sampler auto|hw|timer|pagefault|trace] [--rate R]\n"
 	"                       [--min-size SIZE] [--max-overhead PCT] [--roi]\n"
-	"                       [-o FILE] [--quiet]\n"
+	"                       [-o FILE] [--runs N] [--quiet]\n"
 	"                       [--] COMMAND [ARG...]\n"
 	"\n"
 	"Run COMMAND (and the processes it forks) under the NUMA profiler and write\n"
@@ -49,13 +49,19 @@ const char cli_profile_usage[] =
 	"                   studies and emulated machines where faults are slow)\n"
 	"  --roi            sample only between nk_profile_start() and nk_profile_stop()\n"
 	"  -o, --output F   the profile to write (default ./numakit.nkp)\n"
+	"  --runs N         run COMMAND N times, one after the other, and write one\n"
+	"                   profile of the N runs (default 1); report, advise and\n"
+	"                   whatif combine them (samples pooled per variable)\n"
 	"  -q, --quiet      no progress line and no summary\n"
 	"  -h, --help       show this help\n"
 	"\n"
-	"Exit status: COMMAND's status (128+N when signal N killed it); 1 the\n"
-	"profile could not be made; 2 bad usage.  See numakit-profile(1).\n";
+	"Exit status: COMMAND's status (128+N when signal N killed it; with --runs,\n"
+	"that of the first run that failed); 1 the profile could not be made; 2 bad\n"
+	"usage.  See numakit-profile(1).\n";
 
-enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD };
+enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS };
+
+#define MAX_RUNS 1000
 
 static volatile sig_atomic_t child_pid;
 
@@ -113,6 +119,93 @@ static void on_progress(void *arg, const nk_profile_progress *p)
 	ps->shown = 1;
 }
 
+/* Free the run file names, removing the first @p n files when @p unlink_them. */
+static void free_runs(char **paths, int n, int unlink_them)
+{
+	for (int k = 0; k < n; k++) {
+		if (unlink_them && paths[k])
+			unlink(paths[k]);
+		free(paths[k]);
+		paths[k] = NULL;
+	}
+}
+
+static int run_status(const nk_profile_run_result *res)
+{
+	if (res->term_signal > 0)
+		return 128 + res->term_signal;
+	if (res->exit_status < 0)
+		return CLI_EXIT_FAIL;
+	return res->exit_status;
+}
+
+/*
+ * --runs N: the runs one after the other, each to OUTPUT.runK (beside the output, so that they are on
+ * its file system), then one profile of all of them (nk_profile_combine: format version 2) at OUTPUT;
+ * the per-run files are removed once it is written, kept (and named) when it could not be.
+ */
+static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int quiet, struct progress_state *ps)
+{
+	const char *output = o->output;
+	char **paths = calloc((size_t)runs, sizeof(*paths));
+	int status = 0, rc = 0, done = 0;
+	nk_error err = { 0, "" };
+	unsigned long long samples = 0;
+
+	if (!paths) {
+		cli_error("profile", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	for (int k = 0; k < runs; k++) {
+		nk_profile_run_result res;
+		memset(&res, 0, sizeof res);
+		if (asprintf(&paths[k], "%s.run%d", output, k + 1) < 0) {
+			paths[k] = NULL;
+			cli_error("profile", "out of memory");
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+		if (!quiet)
+			fprintf(stderr, "profile: run %d of %d\n", k + 1, runs);
+		o->output = paths[k];
+		int r = nk_profile_run(NULL, o, argv, &res, &err);
+		child_pid = 0;
+		if (ps->shown)
+			fputs("\r\033[K", stderr);
+		ps->shown = 0;
+		if (r) {
+			cli_error("profile", "run %d of %d: %s", k + 1, runs, err.message[0] ? err.message : nk_strerror(r));
+			rc = r == NK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+			goto out;
+		}
+		done = k + 1;
+		if (res.warnings[0])
+			cli_error("profile", "warning: run %d of %d: %s", k + 1, runs, res.warnings);
+		samples += res.samples;
+		if (!status)
+			status = run_status(&res); /* the first run that failed decides */
+	}
+	if (nk_profile_combine((const char *const *)paths, (size_t)runs, output, &err)) {
+		cli_error("profile", "%s; the runs are kept in %s.run1 .. %s.run%d", err.message, output, output,
+			  runs);
+		free_runs(paths, runs, 0);
+		free(paths);
+		return CLI_EXIT_FAIL;
+	}
+	if (!quiet)
+		fprintf(stderr, "profile: %llu samples from %d runs written to %s; see: numakit report %s\n", samples,
+			runs, output, output);
+out:
+	free_runs(paths, done, 1);
+	if (rc) {
+		for (int k = done; k < runs; k++)
+			free(paths[k]);
+		free(paths);
+		return rc;
+	}
+	free(paths);
+	return status;
+}
 
 int cli_cmd_profile(int argc, char **argv)
 {
@@ -123,6 +216,7 @@ int cli_cmd_profile(int argc, char **argv)
 		{ "roi", no_argument, NULL, OPT_ROI },
 		{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 		{ "output", required_argument, NULL, 'o' },
+		{ "runs", required_argument, NULL, OPT_RUNS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -131,7 +225,7 @@ int cli_cmd_profile(int argc, char **argv)
 	nk_profile_run_result res;
 	nk_error err = { 0, "" };
 	struct progress_state ps = { 0, 0 };
-	int quiet = 0, c, rc;
+	int quiet = 0, c, rc, runs = 1;
 
 	memset(&o, 0, sizeof o);
 	memset(&res, 0, sizeof res);
@@ -185,6 +279,16 @@ int cli_cmd_profile(int argc, char **argv)
 		case OPT_ROI:
 			o.roi = 1;
 			break;
+		case OPT_RUNS: {
+			char *end;
+			errno = 0;
+			long n = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || n < 1 || n > MAX_RUNS)
+				return cli_usage_error("profile", "--runs: expected a number of runs 1..%d, found '%s'",
+						       MAX_RUNS, optarg);
+			runs = (int)n;
+			break;
+		}
 		case 'o':
 			if (!*optarg)
 				return cli_usage_error("profile", "--output: empty file name");
@@ -207,6 +311,8 @@ int cli_cmd_profile(int argc, char **argv)
 	o.progress = on_progress;
 	o.progress_arg = &ps;
 	install_forwarding();
+	if (runs > 1)
+		return profile_runs(&o, argv + optind, runs, quiet, &ps);
 	rc = nk_profile_run(NULL, &o, argv + optind, &res, &err);
 	child_pid = 0;
 	if (ps.shown)

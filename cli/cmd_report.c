@@ -13,7 +13,7 @@
 #include "cli.h"
 
 const char cli_report_usage[] =
-	"usage: numakit report [--json] [--html OUT.html] [--sharing OUT.txt] PROFILE.nkp\n"
+	"usage: numakit report [--json] [--html OUT.html] [--sharing OUT.txt] PROFILE.nkp...\n"
 	"\n"
 	"Analyse a profile written by `numakit profile`: every sampled access is\n"
 	"attributed to a variable (named range, heap allocation site, static\n"
@@ -23,6 +23,11 @@ const char cli_report_usage[] =
 	"and thread x thread matrices, and a diagnosis with a suggested fix per\n"
 	"variable.  The program's binaries must still be where they were when it\n"
 	"was profiled (missing ones are named in the warnings).\n"
+	"\n"
+	"Several profiles (or one written by `numakit profile --runs N`) are runs of\n"
+	"one program: variables are matched by their allocation site or symbol, not\n"
+	"their address, their samples pooled, accesses shown as means per run.  Runs\n"
+	"of different programs or machines are refused.\n"
 	"\n"
 	"Options:\n"
 	"  --json           print the report as JSON (docs/report.md) instead of text\n"
@@ -102,13 +107,11 @@ int cli_cmd_report(int argc, char **argv)
 	}
 	if (optind == argc)
 		return cli_usage_error("report", "no profile given");
-	if (argc - optind > 1)
-		return cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
 	path = argv[optind];
 	if ((html && !*html) || (sharing && !*sharing))
 		return cli_usage_error("report", "empty output file name");
 
-	rc = nk_profile_load(path, &p, &err);
+	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		/* the library's messages name the file */
 		cli_error("report", "%s", err.message[0] ? err.message : nk_strerror(rc));

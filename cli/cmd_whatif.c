@@ -13,7 +13,7 @@
 #include "cli.h"
 
 const char cli_whatif_usage[] =
-	"usage: numakit whatif PROFILE.nkp [--plan PLAN.json] [--policy VAR=POLICY ...]\n"
+	"usage: numakit whatif PROFILE.nkp... [--plan PLAN.json] [--policy VAR=POLICY ...]\n"
 	"                      [--machine FILE | --synthetic DESC] [--json]\n"
 	"\n"
 	"Predict what a placement plan would do to the run a profile recorded: per\n"
@@ -22,6 +22,8 @@ const char cli_whatif_usage[] =
 	"Every sampled access is re-placed: its page gets the node the plan gives that\n"
 	"page, its thread the node the plan's pinning gives it.  Stall times are\n"
 	"estimates for comparing plans, not predictions of run time (docs/whatif.md).\n"
+	"Several profiles (or one of `numakit profile --runs N`) are runs of one\n"
+	"program, replayed together: counts and stall times are means per run.\n"
 	"\n"
 	"Options:\n"
 	"  --plan FILE       the plan (`numakit advise -o FILE`, format numakit-plan)\n"
@@ -70,7 +72,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli_source src = CLI_SOURCE_INIT;
-	const char *plan_path = NULL, *path;
+	const char *plan_path = NULL;
 	char **policies = NULL;
 	size_t n_policies = 0;
 	int json = 0, c, rc, status = CLI_EXIT_FAIL;
@@ -125,11 +127,6 @@ int cli_cmd_whatif(int argc, char **argv)
 		status = cli_usage_error("whatif", "no profile given");
 		goto out;
 	}
-	if (argc - optind > 1) {
-		status = cli_usage_error("whatif", "unexpected argument '%s'", argv[optind + 1]);
-		goto out;
-	}
-	path = argv[optind];
 	if (!plan_path && !n_policies) {
 		status = cli_usage_error("whatif", "no plan: give --plan FILE or --policy VAR=POLICY");
 		goto out;
@@ -146,7 +143,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		}
 	}
 
-	rc = nk_profile_load(path, &p, &err);
+	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		status = code_exit(rc);

@@ -1518,6 +1518,31 @@ typedef struct nk_profile nk_profile;
  * truncated: the message names the offset and record), NK_EVERSION, NK_ENOMEM.
  */
 NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
+/**
+ * Load the @p n profiles @p paths (each of one run or several: `numakit
+ * profile --runs N`) as independent runs of one program and analyse them
+ * together (docs/report.md, "Several runs"): a variable of every run is
+ * matched by its key (stable under ASLR, not its address) and its samples
+ * are pooled; access counts are the mean per run; threads are matched by
+ * process ordinal and thread index, phases by name.  One path of one run
+ * is exactly nk_profile_load().  Errors: those of nk_profile_load(), and
+ * NK_EINVAL when the runs are of different programs (the first process's
+ * executable, else the command) or of machines whose node ids, cpus per
+ * node or distances differ (the message names both files); runs with other
+ * arguments, or one without a machine description, only add a warning to
+ * the report.  Thread safety: as nk_profile_load().
+ */
+NK_API int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err);
+/**
+ * Write one profile file at @p output holding every run of the @p n
+ * profiles @p paths (docs/formats.md: version 1 when that is one run,
+ * version 2 for several), after checking that they are runs of one program
+ * on one machine as nk_profile_load_many() does.  The file is written
+ * atomically; @p paths are left as they are.  Errors: NK_ENOENT, NK_EIO,
+ * NK_EPARSE, NK_EVERSION, NK_EINVAL (different programs or machines),
+ * NK_ENOMEM.
+ */
+NK_API int nk_profile_combine(const char *const *paths, size_t n, const char *output, nk_error *err);
 NK_API void nk_profile_free(nk_profile *p);
 
 /** Report formats of nk_profile_report(). */

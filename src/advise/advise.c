@@ -1214,6 +1214,7 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 		goto out;
 	}
 	plan->numa_factor = c.factor;
+	plan->runs = a->runs > 1 ? (uint64_t)a->runs : 0; /* the evidence pools the samples of that many runs */
 	if (c.m) {
 		int n = nk_machine_num_nodes(c.m);
 		plan->node_ids = malloc((size_t)(n ? n : 1) * sizeof(int));

@@ -795,7 +795,7 @@ static int check_duplicates(struct ap_in *in, const nk_advice *a)
 
 static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
 {
-	static const char *const fields[] = { "format", "version", "program", "profile",  "machine",
+	static const char *const fields[] = { "format", "version", "program", "profile",  "runs", "machine",
 					      "pin",    "entries", "left_alone", "warnings", NULL };
 	const json_t *v;
 	int rc;
@@ -818,6 +818,7 @@ static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
 	a->version = NK__APLAN_VERSION;
 	if ((rc = check_fields(in, root, NULL, fields)) || (rc = get_str(in, root, "program", NULL, &a->program)) ||
 	    (rc = get_str(in, root, "profile", NULL, &a->profile)) ||
+	    (rc = get_uint(in, root, "runs", NULL, 1u << 20, 0, &a->runs)) ||
 	    (rc = parse_machine(in, json_object_get(root, "machine"), a)) ||
 	    (rc = parse_pin(in, json_object_get(root, "pin"), &a->pin)))
 		return rc;
@@ -1000,6 +1001,8 @@ static json_t *build_json(const nk_advice *a)
 		oset(&o, root, "program", json_string(a->program));
 	if (a->profile)
 		oset(&o, root, "profile", json_string(a->profile));
+	if (a->runs > 1)
+		oset(&o, root, "runs", json_integer((json_int_t)a->runs));
 	if (a->n_nodes > 0 || a->numa_factor > 0) {
 		x = oset(&o, root, "machine", json_object());
 		json_t *n = oset(&o, x, "nodes", json_array());

@@ -91,6 +91,7 @@ struct nk_advice {
 	int version;             /* NK__APLAN_VERSION */
 	char *program;           /* informative: the profiled command */
 	char *profile;           /* informative: the profile it came from */
+	uint64_t runs;           /* informative: runs of the program the evidence pools (0/1: one) */
 	double numa_factor;      /* of the machine advised for, 0 unknown */
 	int *node_ids;           /* nodes of that machine */
 	int n_nodes;

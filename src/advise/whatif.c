@@ -824,6 +824,36 @@ static void row(struct wi_ctx *c, struct buf *b, const char *name, uint64_t samp
 		*pol ? "  " : "", fit(pol, 14, pb, sizeof(pb)));
 }
 
+/* Several runs replayed together (nk_profile_load_many): every run's accesses and the instances it
+ * migrates are estimates of the same run, so accesses, stall and migration volume are means per run
+ * (docs/whatif.md); samples stay the pooled count. */
+static void acc_means(const struct wi_ctx *c, struct wi_acc *x, uint64_t n)
+{
+	x->acc = (x->acc + n / 2) / n;
+	x->local = (x->local + n / 2) / n;
+	x->remote = (x->remote + n / 2) / n;
+	x->unknown = (x->unknown + n / 2) / n;
+	x->lat_ns /= (double)n;
+	for (int k = 0; x->bytes && k < c->k; k++)
+		x->bytes[k] = (x->bytes[k] + n / 2) / n;
+}
+
+static void per_run_means(struct wi_ctx *c)
+{
+	uint64_t n = (uint64_t)c->a->runs;
+	for (int s = 0; s < 2; s++)
+		acc_means(c, &c->tot[s], n);
+	for (size_t i = 0; c->vars && i < c->a->n_vars; i++) {
+		for (int s = 0; s < 2; s++)
+			acc_means(c, &c->vars[i].s[s], n);
+		c->vars[i].acc = (c->vars[i].acc + n / 2) / n;
+		c->vars[i].mig_bytes = (c->vars[i].mig_bytes + n / 2) / n;
+	}
+	for (size_t i = 0; i < c->n_ents; i++)
+		c->ents[i].mig_bytes = (c->ents[i].mig_bytes + n / 2) / n;
+	c->mig_total = (c->mig_total + n / 2) / n;
+}
+
 static int text_out(struct wi_ctx *c, char **out)
 {
 	const struct nk__analysis *a = c->a;
@@ -832,6 +862,8 @@ static int text_out(struct wi_ctx *c, char **out)
 	bprintf(&b, "numakit whatif: %s, %llu samples (%s), plan: %zu entr%s\n", a->program,
 		(unsigned long long)a->samples, a->sampler ? a->sampler : "?", c->plan->n_entries,
 		c->plan->n_entries == 1 ? "y" : "ies");
+	if (a->runs > 1)
+		bprintf(&b, "%d runs replayed together: accesses, stall and migration are means per run\n", a->runs);
 	nk__format_list(c->ids, (size_t)c->k, tmp, sizeof(tmp));
 	bprintf(&b, "machine: %s, nodes %s\n", c->given_machine ? "as given" : "the profile's", tmp);
 	const char *ls = lat_source(c);
@@ -983,6 +1015,8 @@ static int json_out(struct wi_ctx *c, char **out)
 	json_object_set_new(r, "program", json_string(a->program));
 	json_object_set_new(r, "sampler", a->sampler ? json_string(a->sampler) : json_null());
 	json_object_set_new(r, "samples", json_integer((json_int_t)a->samples));
+	if (a->runs > 1)
+		json_object_set_new(r, "runs", json_integer(a->runs));
 	for (int n = 0; n < c->k; n++)
 		json_array_append_new(nodes, json_integer(c->ids[n]));
 	json_object_set_new(mach, "source", json_string(c->given_machine ? "given" : "profile"));
@@ -1176,6 +1210,8 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
 		goto out;
 	}
+	if (c.a->runs > 1)
+		per_run_means(&c);
 	rc = format == NK_REPORT_JSON ? json_out(&c, out) : text_out(&c, out);
 out:
 	ctx_free(&c);

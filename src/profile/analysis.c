@@ -138,6 +138,11 @@ struct ctx {
 	const struct nk__analysis *parent;
 	struct nk__an_var *const *parent_by_key;
 	int only_phase;
+	/* several runs (setup_runs): per process, its ordinal in its run and the pid of the first run's
+	 * process of that ordinal, and its (tid, THREAD index) pairs sorted by tid; NULL for one run */
+	uint32_t *proc_ord, *canon_pid;
+	struct tid_index { uint32_t tid, index; } **tids;
+	size_t *n_tids;
 };
 
 static uint64_t var_hash(void *c, uint32_t i)
@@ -205,9 +210,40 @@ static int var_get(struct ctx *c, int kind, const char *key, char *name, uint64_
 	return (int)(a->n_vars - 1);
 }
 
+static int cmp_tid_index(const void *x, const void *y)
+{
+	const struct tid_index *a = x, *b = y;
+	return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+/* The pid a process is shown with: with several runs, that of the first run's process of its ordinal
+ * (so that "pid P thread N" and stacks are one thread and one variable over the runs). */
+static uint32_t shown_pid(const struct ctx *c, size_t proc)
+{
+	return c->canon_pid ? c->canon_pid[proc] : c->p->procs[proc].info.pid;
+}
+
 static int thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index)
 {
 	struct nk__analysis *a = c->a;
+	uint32_t gproc = proc, gtid = tid;
+	if (c->proc_ord) {
+		/* Several runs: a thread is (the process's ordinal in its run, the THREAD index), the same
+		 * thread in every run; a tid without THREAD record stays one of its own process. */
+		if (index < 0 && c->n_tids[proc]) {
+			struct tid_index key = { tid, 0 };
+			const struct tid_index *f =
+				bsearch(&key, c->tids[proc], c->n_tids[proc], sizeof(key), cmp_tid_index);
+			if (f)
+				index = (int)f->index;
+		}
+		if (index >= 0) {
+			proc = c->proc_ord[proc];
+			tid = 0x80000000u | (uint32_t)index;
+		} else {
+			proc |= 0x80000000u;
+		}
+	}
 	uint64_t h = hash_u64(((uint64_t)proc << 32) | tid);
 	if (c->ttab.cap) {
 		for (size_t j = h & (c->ttab.cap - 1); c->ttab.slot[j]; j = (j + 1) & (c->ttab.cap - 1)) {
@@ -232,8 +268,8 @@ static int thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index)
 	}
 	struct nk__an_thread *t = &a->threads[a->n_threads];
 	memset(t, 0, sizeof(*t));
-	t->pid = c->p->procs[proc].info.pid;
-	t->tid = tid;
+	t->pid = shown_pid(c, gproc);
+	t->tid = gtid;
 	t->index = index;
 	t->node = -1;
 	if (a->n_procs > 1)
@@ -559,10 +595,10 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		const struct nk__nkp_thread *th = &pd->threads[i];
 		if (th->stack_hi > th->stack_lo && addr >= th->stack_lo && addr < th->stack_hi) {
 			if (pc->stack_var[i] == -2) {
-				snprintf(key, sizeof(key), "stack:pid%u:%u", pd->info.pid, th->index);
+				snprintf(key, sizeof(key), "stack:pid%u:%u", shown_pid(c, proc), th->index);
 				pc->stack_var[i] = var_get(c, NK__VAR_STACK, key,
 							   c->a->n_procs > 1 ? xprintf("stack of pid %u thread %u",
-										       pd->info.pid, th->index)
+										       shown_pid(c, proc), th->index)
 									     : xprintf("stack of thread %u", th->index),
 							   th->stack_hi - th->stack_lo);
 			}
@@ -586,9 +622,9 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 		return v;
 	}
 	if (kind == NK__MAP_STACK) {
-		snprintf(key, sizeof(key), "stack:pid%u:0", pd->info.pid);
+		snprintf(key, sizeof(key), "stack:pid%u:0", shown_pid(c, proc));
 		int v = var_get(c, NK__VAR_STACK, key,
-				c->a->n_procs > 1 ? xprintf("stack of pid %u thread 0", pd->info.pid)
+				c->a->n_procs > 1 ? xprintf("stack of pid %u thread 0", shown_pid(c, proc))
 						  : xstrdup("stack of thread 0"),
 				hi - lo);
 		pc->last_lo = lo;
@@ -613,6 +649,83 @@ static int json_u64(json_t *o, const char *k, uint64_t *out)
 	return 1;
 }
 
+/* Several runs: what each run was (the report lists them), and the mean wall time. */
+static int read_runs(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	const struct nk__nkp_profile *p = c->p;
+	a->runs = (int)nk__nkp_n_runs(p);
+	if (a->runs < 2)
+		return 0;
+	a->run_info = calloc((size_t)a->runs, sizeof(*a->run_info));
+	if (!a->run_info)
+		return NK_ENOMEM;
+	uint64_t wall = 0, nwall = 0;
+	for (int r = 0; r < a->runs; r++) {
+		struct nk__an_run *ri = &a->run_info[r];
+		json_t *run = json_loads(p->runs[r].run_json, 0, NULL), *cmd = json_object_get(run, "command"), *arg;
+		size_t i, len = 1;
+		json_array_foreach(cmd, i, arg) len += json_is_string(arg) ? strlen(json_string_value(arg)) + 1 : 0;
+		ri->command = calloc(1, len);
+		json_array_foreach(cmd, i, arg) if (ri->command && json_is_string(arg))
+		{
+			if (*ri->command)
+				strcat(ri->command, " ");
+			strcat(ri->command, json_string_value(arg));
+		}
+		ri->exit_status = -1;
+		json_u64(run, "wall_ns", &ri->wall_ns);
+		json_t *st = json_object_get(run, "exit_status"), *sg = json_object_get(run, "signal");
+		if (json_is_integer(st))
+			ri->exit_status = (int)json_integer_value(st);
+		if (json_is_integer(sg))
+			ri->signal = (int)json_integer_value(sg);
+		json_decref(run);
+		ri->processes = (int)p->runs[r].n_procs;
+		for (size_t k = 0; k < p->runs[r].n_procs; k++)
+			ri->samples += p->procs[p->runs[r].first_proc + k].n_samples;
+		if (p->runs[r].source && !(ri->source = xstrdup(p->runs[r].source)))
+			return NK_ENOMEM;
+		if (!ri->command)
+			return NK_ENOMEM;
+		if (ri->wall_ns) {
+			wall += ri->wall_ns;
+			nwall++;
+		}
+	}
+	a->wall_ns = nwall ? (wall + nwall / 2) / nwall : 0;
+	return 0;
+}
+
+/* Several runs: each process's ordinal in its run and the pid it is shown with, its threads by tid. */
+static int setup_runs(struct ctx *c)
+{
+	const struct nk__nkp_profile *p = c->p;
+	size_t runs = nk__nkp_n_runs(p);
+	if (runs < 2 || !p->n_procs)
+		return 0;
+	c->proc_ord = calloc(p->n_procs, sizeof(*c->proc_ord));
+	c->canon_pid = calloc(p->n_procs, sizeof(*c->canon_pid));
+	c->tids = calloc(p->n_procs, sizeof(*c->tids));
+	c->n_tids = calloc(p->n_procs, sizeof(*c->n_tids));
+	if (!c->proc_ord || !c->canon_pid || !c->tids || !c->n_tids)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &p->procs[i];
+		size_t r = nk__nkp_run_of(p, i), ord = i - p->runs[r].first_proc;
+		c->proc_ord[i] = (uint32_t)ord;
+		c->canon_pid[i] = ord < p->runs[0].n_procs ? p->procs[p->runs[0].first_proc + ord].info.pid : pd->info.pid;
+		c->tids[i] = malloc((pd->n_threads ? pd->n_threads : 1) * sizeof(**c->tids));
+		if (!c->tids[i])
+			return NK_ENOMEM;
+		for (size_t t = 0; t < pd->n_threads; t++)
+			c->tids[i][t] = (struct tid_index){ pd->threads[t].tid, pd->threads[t].index };
+		qsort(c->tids[i], pd->n_threads, sizeof(**c->tids), cmp_tid_index);
+		c->n_tids[i] = pd->n_threads;
+	}
+	return 0;
+}
+
 static int read_header(struct ctx *c)
 {
 	struct nk__analysis *a = c->a;
@@ -635,6 +748,8 @@ static int read_header(struct ctx *c)
 	a->sampler = xstrdup(sampler);
 	json_decref(run);
 	if (!a->program || !a->sampler)
+		return NK_ENOMEM;
+	if (read_runs(c))
 		return NK_ENOMEM;
 	for (size_t i = 0; i < c->p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &c->p->procs[i];
@@ -1472,6 +1587,15 @@ static int adopt_parent(struct ctx *c)
 
 static void ctx_release(struct ctx *c)
 {
+	for (size_t i = 0; c->tids && i < c->p->n_procs; i++)
+		free(c->tids[i]);
+	free(c->tids);
+	free(c->n_tids);
+	free(c->proc_ord);
+	free(c->canon_pid);
+	c->tids = NULL;
+	c->n_tids = NULL;
+	c->proc_ord = c->canon_pid = NULL;
 	free(c->vtab.slot);
 	free(c->ttab.slot);
 	free(c->tkeys);
@@ -1554,6 +1678,8 @@ static int analyze_core(struct ctx *c, const nk_machine *m)
 {
 	int rc;
 	int *nidx = NULL;
+	if ((rc = setup_runs(c)))
+		return rc;
 	if (!c->parent && (rc = read_header(c)))
 		return rc;
 	if ((rc = attribute_all(c)))
@@ -1669,6 +1795,79 @@ static int phase_vars(const struct ctx *top, const struct nk__nkp_profile *p, nk
 	return rc;
 }
 
+/* ---------------------------------------------------------------- runs */
+
+/* Several runs: each run's weights estimate the same accesses, so the combined estimate of a count is
+ * the mean over the runs.  Applied after everything was decided on the pooled sums (shares and
+ * diagnoses do not change); samples stay counts over all runs (the evidence). */
+static uint64_t mean_of(uint64_t x, uint64_t n)
+{
+	return (x + n / 2) / n;
+}
+
+static void var_means(struct nk__an_var *v, int n_nodes, uint64_t n)
+{
+	v->acc = mean_of(v->acc, n);
+	v->local = mean_of(v->local, n);
+	v->remote = mean_of(v->remote, n);
+	v->unknown = mean_of(v->unknown, n);
+	v->reads = mean_of(v->reads, n);
+	v->writes = mean_of(v->writes, n);
+	if (v->blocks)
+		v->blocks = mean_of(v->blocks, n) ? mean_of(v->blocks, n) : 1;
+	for (int k = 0; k < n_nodes; k++) {
+		if (v->acc_cpu)
+			v->acc_cpu[k] = mean_of(v->acc_cpu[k], n);
+		if (v->remote_cpu)
+			v->remote_cpu[k] = mean_of(v->remote_cpu[k], n);
+		if (v->acc_page)
+			v->acc_page[k] = mean_of(v->acc_page[k], n);
+	}
+	for (int l = 0; l < v->n_lines; l++) {
+		v->lines[l].acc = mean_of(v->lines[l].acc, n);
+		v->lines[l].remote = mean_of(v->lines[l].remote, n);
+	}
+}
+
+static void per_run_means(struct nk__analysis *a)
+{
+	uint64_t n = (uint64_t)a->runs;
+	a->acc = mean_of(a->acc, n);
+	a->local = mean_of(a->local, n);
+	a->remote = mean_of(a->remote, n);
+	a->unknown = mean_of(a->unknown, n);
+	for (int k = 0; k < a->n_nodes; k++) {
+		a->node_local[k] = mean_of(a->node_local[k], n);
+		a->node_remote[k] = mean_of(a->node_remote[k], n);
+		a->node_pages_acc[k] = mean_of(a->node_pages_acc[k], n);
+	}
+	for (size_t i = 0; i < a->n_vars; i++)
+		var_means(&a->vars[i], a->n_nodes, n);
+	for (size_t t = 0; t < a->n_threads; t++) {
+		a->threads[t].acc = mean_of(a->threads[t].acc, n);
+		a->threads[t].remote = mean_of(a->threads[t].remote, n);
+		for (int k = 0; a->thread_node && k < a->n_nodes; k++)
+			a->thread_node[t * (size_t)a->n_nodes + (size_t)k] =
+				mean_of(a->thread_node[t * (size_t)a->n_nodes + (size_t)k], n);
+		for (size_t u = 0; a->sharing && u < a->n_threads; u++)
+			a->sharing[t * a->n_threads + u] /= (double)n;
+	}
+	for (size_t ph = 0; ph < a->n_phases; ph++) {
+		struct nk__an_phase *p = &a->phases[ph];
+		p->acc = mean_of(p->acc, n);
+		p->local = mean_of(p->local, n);
+		p->remote = mean_of(p->remote, n);
+		for (size_t i = 0; i < a->n_vars; i++) {
+			if (p->var_acc)
+				p->var_acc[i] = mean_of(p->var_acc[i], n);
+			if (p->var_remote)
+				p->var_remote[i] = mean_of(p->var_remote[i], n);
+		}
+		for (size_t i = 0; i < p->n_vars; i++)
+			var_means(&p->vars[i], a->n_nodes, n);
+	}
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static const struct nk__an_symops default_ops = { nk__sym_ip, nk__sym_data, nk__sym_mapping, nk__sym_warnings };
@@ -1698,6 +1897,12 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 	if (!c.a)
 		goto out;
 	c.a->n_procs = (int)p->n_procs;
+	if (nk__nkp_n_runs(p) > 1) { /* process k of every run is one process */
+		c.a->n_procs = 0;
+		for (size_t r = 0; r < p->n_runs; r++)
+			if ((int)p->runs[r].n_procs > c.a->n_procs)
+				c.a->n_procs = (int)p->runs[r].n_procs;
+	}
 	c.a->page_size = 4096;
 	if (p->machine_json && !(c.a->machine_json = xstrdup(p->machine_json)))
 		goto out;
@@ -1724,6 +1929,8 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 	c.ips = NULL;
 	if (phase_vars(&c, p, syms, c.ops))
 		goto out;
+	if (c.a->runs > 1)
+		per_run_means(c.a);
 	if (!c.a->samples && warn(c.a, xstrdup("the profile holds no samples")))
 		goto out;
 	rc = 0;
@@ -1757,6 +1964,11 @@ void nk__analysis_free(struct nk__analysis *a)
 		free(a->phases[i].vars);
 	}
 	free(a->phases);
+	for (int r = 0; a->run_info && r < a->runs; r++) {
+		free(a->run_info[r].command);
+		free(a->run_info[r].source);
+	}
+	free(a->run_info);
 	free(a->attr);
 	free(a->machine_json);
 	for (size_t i = 0; i < a->n_warnings; i++)

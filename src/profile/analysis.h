@@ -142,12 +142,30 @@ struct nk__an_sample {
 	uint8_t first_touch; /* 1: the access that first touched the page */
 };
 
+/** One run of a combined profile (nk__analysis.run_info). */
+struct nk__an_run {
+	char *command;       /* the RUN command, arguments joined by spaces */
+	char *source;        /* the file it came from, NULL unknown */
+	uint64_t wall_ns;    /* 0 unknown */
+	int exit_status;     /* -1 unknown */
+	int signal;
+	int processes;
+	uint64_t samples;
+};
+
 struct nk__analysis {
 	/* header */
 	char *program;       /* RUN command[0], "?" unknown */
 	char *sampler;       /* RUN sampler */
-	uint64_t wall_ns;    /* RUN wall_ns, 0 unknown */
-	int n_procs;
+	uint64_t wall_ns;    /* RUN wall_ns, 0 unknown; several runs: their mean */
+	int n_procs;         /* processes; several runs: of the run with most (process k of every run is one) */
+	/* Several runs of one program combined (nk__nkp_join): runs > 1, run_info[runs].  Samples are
+	 * pooled: samples counts are over all runs, every access count (acc, local, remote, ...,
+	 * matrices, phases) is the mean per run (the sum over the runs / runs, rounded).  Threads are
+	 * (process ordinal, THREAD index), one over the runs; attr keeps every sample with its weight
+	 * as recorded (its proc indexes the joined profile's processes).  runs 1: run_info NULL. */
+	int runs;
+	struct nk__an_run *run_info;
 	uint64_t samples, acc, local, remote, unknown;
 	/* nodes */
 	int n_nodes;

@@ -38,6 +38,10 @@
 
 #define NK__NKP_MAGIC "NKPROF\r\n" /* 8 bytes, no NUL */
 #define NK__NKP_VERSION 1u
+/* Version 2: several runs of one program in one file (`numakit profile --runs N`, nk_profile_combine):
+ * each run is RUN, MACHINE?, its processes; one TRAILER counts the whole file.  A file of one run is
+ * always written as version 1, so version-1 readers read every single-run profile. */
+#define NK__NKP_VERSION_RUNS 2u
 #define NK__NKP_OPTIONAL 0x8000u /* record type bit: skip if unknown */
 /* No payload is larger than this (a SAMPLES record holds at most 64 Ki samples). */
 #define NK__NKP_MAX_PAYLOAD (16u << 20)
@@ -265,10 +269,23 @@ struct nk__nkp_process_data {
 	size_t n_samples;
 };
 
+/* One run of a profile (version 2 files hold several; nk__nkp_join makes one profile of several files). */
+struct nk__nkp_run_data {
+	char *run_json;     /* its RUN text */
+	char *machine_json; /* its MACHINE text, NULL none */
+	char *source;       /* the file it was read from (for messages), NULL for a buffer */
+	size_t first_proc;  /* its processes are procs[first_proc .. first_proc + n_procs - 1] */
+	size_t n_procs;
+};
+
 struct nk__nkp_profile {
 	uint32_t version;
-	char *run_json;     /* RUN text */
-	char *machine_json; /* MACHINE text, NULL when the file has none */
+	char *run_json;     /* RUN text (of the first run) */
+	char *machine_json; /* MACHINE text (of the first run), NULL when the file has none */
+	/* every run, the first included (its texts are copies of run_json and machine_json); n_runs 0 in a
+	 * profile built by hand means one run holding every process */
+	struct nk__nkp_run_data *runs;
+	size_t n_runs;
 	struct nk__nkp_process_data *procs;
 	size_t n_procs;
 	uint64_t n_samples; /* over all processes */
@@ -279,6 +296,38 @@ int nk__nkp_parse(const void *data, size_t len, struct nk__nkp_profile **out, nk
 /** Read and validate a merged profile file (NK_ENOENT, NK_EIO, and as nk__nkp_parse). */
 int nk__nkp_load(const char *path, struct nk__nkp_profile **out, nk_error *err);
 void nk__nkp_free(struct nk__nkp_profile *p);
+
+/** Number of runs of @p p (1 for a profile built by hand with n_runs 0). */
+size_t nk__nkp_n_runs(const struct nk__nkp_profile *p);
+/** The run holding process @p proc of @p p (0 for a profile built by hand). */
+size_t nk__nkp_run_of(const struct nk__nkp_profile *p, size_t proc);
+
+/**
+ * Whether run @p r of @p p may be combined with run 0: the same program (the first process's
+ * executable, else command[0]) and the same machine topology (node ids, each node's cpus, the
+ * distances).  0 when it may; NK_EINVAL with @p why filled (one sentence) when not.  Differences
+ * that do not stop the combination (arguments, a machine description missing from one run) are
+ * written to @p warn (empty when none).
+ */
+int nk__nkp_runs_compatible(const struct nk__nkp_profile *p, size_t r, char *why, size_t nwhy, char *warn,
+			    size_t nwarn);
+
+/**
+ * One profile of the runs of @p in (n >= 1 profiles, taken over and freed whatever the result; each
+ * may hold several runs): processes and runs in order.  Every run is checked against the first with
+ * nk__nkp_runs_compatible (NK_EINVAL naming both files).  Warnings are appended to *warn (malloc'ed,
+ * "; "-separated; NULL when none).  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+int nk__nkp_join(struct nk__nkp_profile **in, const char *const *names, size_t n, struct nk__nkp_profile **out,
+		 char **warn, nk_error *err);
+
+/**
+ * Write the profiles @p paths (each valid, of one or several runs) as one file of all their runs at
+ * @p out_path (atomically): version 1 when there is one run in all, else version 2.  The runs are
+ * checked as by nk__nkp_join.  Errors: NK_ENOENT, NK_EIO, NK_EPARSE, NK_EVERSION, NK_EINVAL (runs of
+ * different programs or machines), NK_ENOMEM.
+ */
+int nk__nkp_combine_files(const char *const *paths, size_t n, const char *out_path, char **warn, nk_error *err);
 
 /**
  * Merge the part files @p parts (written by the runtime, one per process,

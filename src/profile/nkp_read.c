@@ -214,7 +214,8 @@ struct rd {
 	const char *name;
 	nk_error *err;
 	struct nk__nkp_profile *p;
-	size_t cap_procs;
+	const char *path; /* the file (run sources), NULL for a buffer */
+	size_t cap_procs, cap_runs;
 	int state;
 	uint64_t records, proc_off;
 	/* the open section: capacities of its process's arrays and what its END checks */
@@ -305,6 +306,12 @@ void nk__nkp_free(struct nk__nkp_profile *p)
 		return;
 	free(p->run_json);
 	free(p->machine_json);
+	for (size_t i = 0; i < p->n_runs; i++) {
+		free(p->runs[i].run_json);
+		free(p->runs[i].machine_json);
+		free(p->runs[i].source);
+	}
+	free(p->runs);
 	for (size_t i = 0; i < p->n_procs; i++)
 		free_proc(&p->procs[i]);
 	free(p->procs);
@@ -386,11 +393,16 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 	/* where each record may stand */
 	switch (type) {
 	case NK__NKP_RUN:
-		if (r->state != ST_RUN)
-			return fail(r, NK_EPARSE, off, type, "RUN must be the first record, and only once");
+		/* version 2: a RUN after a run's processes (or after an empty run) begins the next run */
+		if (r->state != ST_RUN &&
+		    !(p->version == NK__NKP_VERSION_RUNS && (r->state == ST_TOP || r->state == ST_AFTER_END)))
+			return fail(r, NK_EPARSE, off, type,
+				    p->version == NK__NKP_VERSION_RUNS
+					    ? "RUN must be the first record, or follow a run's last END"
+					    : "RUN must be the first record, and only once");
 		break;
 	case NK__NKP_MACHINE:
-		if (r->state != ST_TOP || p->n_procs || p->machine_json)
+		if (r->state != ST_TOP || p->runs[p->n_runs - 1].n_procs || p->runs[p->n_runs - 1].machine_json)
 			return fail(r, NK_EPARSE, off, type, "MACHINE must follow RUN, once, before any PROCESS");
 		break;
 	case NK__NKP_PROCESS:
@@ -419,13 +431,23 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 	}
 
 	switch (type) {
-	case NK__NKP_RUN:
-		if (!(p->run_json = dup_text(pl, len)))
+	case NK__NKP_RUN: {
+		if (reserve(&p->runs, &r->cap_runs, p->n_runs, 1, sizeof *p->runs))
+			return oom(r);
+		struct nk__nkp_run_data *run = &p->runs[p->n_runs++];
+		memset(run, 0, sizeof *run);
+		run->first_proc = p->n_procs;
+		if (!(run->run_json = dup_text(pl, len)) || (r->path && !(run->source = strdup(r->path))))
+			return oom(r);
+		if (p->n_runs == 1 && !(p->run_json = dup_text(pl, len)))
 			return oom(r);
 		r->state = ST_TOP;
 		return 0;
+	}
 	case NK__NKP_MACHINE:
-		if (!(p->machine_json = dup_text(pl, len)))
+		if (!(p->runs[p->n_runs - 1].machine_json = dup_text(pl, len)))
+			return oom(r);
+		if (p->n_runs == 1 && !(p->machine_json = dup_text(pl, len)))
 			return oom(r);
 		return 0;
 	case NK__NKP_PROCESS:
@@ -433,6 +455,7 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 			return oom(r);
 		pd = &p->procs[p->n_procs++];
 		memset(pd, 0, sizeof *pd);
+		p->runs[p->n_runs - 1].n_procs++;
 		memcpy(&pd->info, pl, sizeof pd->info);
 		r->cap_maps = r->cap_threads = r->cap_allocs = r->cap_frees = 0;
 		r->cap_names = r->cap_phases = r->cap_samples = 0;
@@ -563,9 +586,10 @@ static int parse(struct rd *r)
 	memcpy(&fh, d, sizeof fh);
 	if (memcmp(fh.magic, NK__NKP_MAGIC, 8))
 		return nk__error(r->err, NK_EPARSE, "%s: not a numakit profile (bad magic)", r->name);
-	if (fh.version != NK__NKP_VERSION)
-		return nk__error(r->err, NK_EVERSION, "%s: profile version %" PRIu32 "; this numakit reads version %u",
-				 r->name, fh.version, NK__NKP_VERSION);
+	if (fh.version != NK__NKP_VERSION && fh.version != NK__NKP_VERSION_RUNS)
+		return nk__error(r->err, NK_EVERSION,
+				 "%s: profile version %" PRIu32 "; this numakit reads versions %u and %u", r->name,
+				 fh.version, NK__NKP_VERSION, NK__NKP_VERSION_RUNS);
 	if (fh.header_size < sizeof fh)
 		return nk__error(r->err, NK_EPARSE, "%s: file header size %" PRIu32 ", less than %zu", r->name,
 				 fh.header_size, sizeof fh);
@@ -621,10 +645,10 @@ static int parse(struct rd *r)
 	return 0;
 }
 
-static int parse_named(const void *data, size_t len, const char *name, struct nk__nkp_profile **out,
-		       nk_error *err)
+static int parse_named(const void *data, size_t len, const char *name, const char *path,
+		       struct nk__nkp_profile **out, nk_error *err)
 {
-	struct rd r = { .d = data, .len = len, .name = name, .err = err, .state = ST_RUN };
+	struct rd r = { .d = data, .len = len, .name = name, .path = path, .err = err, .state = ST_RUN };
 	int rc;
 
 	r.p = calloc(1, sizeof *r.p);
@@ -653,7 +677,7 @@ int nk__nkp_parse(const void *data, size_t len, struct nk__nkp_profile **out, nk
 {
 	if ((!data && len) || !out)
 		return nk__error(err, NK_EINVAL, "nk__nkp_parse: NULL argument");
-	return parse_named(data ? data : "", len, "profile", out, err);
+	return parse_named(data ? data : "", len, "profile", NULL, out, err);
 }
 
 int nk__nkp_load(const char *path, struct nk__nkp_profile **out, nk_error *err)
@@ -674,7 +698,7 @@ int nk__nkp_load(const char *path, struct nk__nkp_profile **out, nk_error *err)
 				 path);
 	if (rc)
 		return nk__error(err, rc, "%s: %s", path, strerror(e));
-	rc = parse_named(buf, len, path, out, err);
+	rc = parse_named(buf, len, path, path, out, err);
 	free(buf);
 	return rc;
 }

@@ -40,8 +40,54 @@ int nk_profile_load(const char *path, nk_profile **out, nk_error *err)
 {
 	if (!path || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_load: NULL argument");
+	return nk_profile_load_many(&path, 1, out, err);
+}
+
+int nk_profile_combine(const char *const *paths, size_t n, const char *output, nk_error *err)
+{
+	if (!paths || !n || !output)
+		return nk__error(err, NK_EINVAL, "nk_profile_combine: no profile or no output");
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i])
+			return nk__error(err, NK_EINVAL, "nk_profile_combine: NULL path");
+	char *warn = NULL;
+	int rc = nk__nkp_combine_files(paths, n, output, &warn, err);
+	free(warn); /* loading the combined file says it again */
+	return rc;
+}
+
+/* Read @p paths and join their runs (nkp_runs.c); warnings about the runs into *warn. */
+static int load_runs(const char *const *paths, size_t n, struct nk__nkp_profile **out, char **warn, nk_error *err)
+{
+	struct nk__nkp_profile **ps = calloc(n, sizeof(*ps));
+	if (!ps)
+		return nk__error(err, NK_ENOMEM, "profiles: out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = nk__nkp_load(paths[i], &ps[i], err);
+	if (!rc && n == 1 && nk__nkp_n_runs(ps[0]) == 1) {
+		*out = ps[0]; /* one run: as it always was */
+		ps[0] = NULL;
+	} else if (!rc) {
+		rc = nk__nkp_join(ps, paths, n, out, warn, err); /* frees ps[] */
+	}
+	for (size_t i = 0; i < n; i++)
+		nk__nkp_free(ps[i]);
+	free(ps);
+	return rc;
+}
+
+int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err)
+{
+	if (!paths || !n || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_load_many: no profile");
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i])
+			return nk__error(err, NK_EINVAL, "nk_profile_load_many: NULL path");
+	const char *path = n == 1 ? paths[0] : "profiles";
 	struct nk__nkp_profile *np = NULL;
-	int rc = nk__nkp_load(path, &np, err);
+	char *runs_warn = NULL;
+	int rc = load_runs(paths, n, &np, &runs_warn, err);
 	if (rc)
 		return rc;
 	nk__symtab **syms = calloc(np->n_procs ? np->n_procs : 1, sizeof(*syms));
@@ -81,6 +127,15 @@ int nk_profile_load(const char *path, nk_profile **out, nk_error *err)
 			sym_warn[i] = NULL;
 		}
 	}
+	if (!rc && runs_warn) {
+		char **w = realloc(a->warnings, (a->n_warnings + 1) * sizeof(*w));
+		if (w) {
+			a->warnings = w;
+			w[a->n_warnings++] = runs_warn;
+			runs_warn = NULL;
+		}
+	}
+	free(runs_warn);
 	for (size_t i = 0; i < np->n_procs; i++)
 		free(sym_warn[i]);
 	free(sym_warn);
@@ -246,6 +301,21 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 	char s1[64], s2[128];
 	uint64_t known = a->local + a->remote;
 	bprintf(b, "numakit report: %s\n", a->program);
+	if (a->runs > 1) { /* several runs combined: say so first, then list them */
+		bprintf(b, "%d runs combined: samples pooled, accesses are means per run, durations means\n", a->runs);
+		for (int r = 0; r < a->runs; r++) {
+			const struct nk__an_run *ri = &a->run_info[r];
+			bprintf(b, "  run %d: %s, %.2f s, %llu samples", r + 1, ri->command, (double)ri->wall_ns / 1e9,
+				(unsigned long long)ri->samples);
+			if (ri->signal)
+				bprintf(b, ", killed by signal %d", ri->signal);
+			else if (ri->exit_status >= 0)
+				bprintf(b, ", exit %d", ri->exit_status);
+			if (ri->source)
+				bprintf(b, " (%s)", ri->source);
+			bprintf(b, "\n");
+		}
+	}
 	bprintf(b, "sampler %s, %llu samples (%llu accesses), %d process%s, %zu thread%s", a->sampler,
 		(unsigned long long)a->samples, (unsigned long long)a->acc, a->n_procs, a->n_procs == 1 ? "" : "es",
 		a->n_threads, a->n_threads == 1 ? "" : "s");
@@ -475,6 +545,23 @@ static json_t *json_report(const struct nk__analysis *a)
 	json_object_set_new(r, "sampler", json_string(a->sampler));
 	json_object_set_new(r, "wall_ns", json_integer((json_int_t)a->wall_ns));
 	json_object_set_new(r, "processes", json_integer(a->n_procs));
+	if (a->runs > 1) { /* only in combined reports: a one-run report is as it always was */
+		json_t *rl = json_array();
+		json_object_set_new(r, "runs", json_integer(a->runs));
+		for (int k = 0; k < a->runs; k++) {
+			const struct nk__an_run *ri = &a->run_info[k];
+			json_t *o = json_object();
+			json_object_set_new(o, "command", json_string(ri->command));
+			json_object_set_new(o, "profile", ri->source ? json_string(ri->source) : json_null());
+			json_object_set_new(o, "wall_ns", json_integer((json_int_t)ri->wall_ns));
+			json_object_set_new(o, "exit_status", json_integer(ri->exit_status));
+			json_object_set_new(o, "signal", json_integer(ri->signal));
+			json_object_set_new(o, "processes", json_integer(ri->processes));
+			json_object_set_new(o, "samples", json_integer((json_int_t)ri->samples));
+			json_array_append_new(rl, o);
+		}
+		json_object_set_new(r, "run_list", rl);
+	}
 	json_object_set_new(r, "samples", json_integer((json_int_t)a->samples));
 	json_object_set_new(r, "accesses", json_integer((json_int_t)a->acc));
 	json_object_set_new(r, "local", json_integer((json_int_t)a->local));
@@ -696,6 +783,8 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		bprintf(b, ", NUMA factor up to %.2f", a->numa_factor);
 	if (a->l2_size)
 		bprintf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+	if (a->runs > 1)
+		bprintf(b, ", %d runs combined (accesses: means per run)", a->runs);
 	bprintf(b, "</div>\n<div class=\"cards\">");
 	bprintf(b, "<div class=\"card\"><b>%llu</b><span>samples</span></div>", (unsigned long long)a->samples);
 	bprintf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", pct(a->remote, known));

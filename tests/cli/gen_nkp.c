@@ -5,7 +5,10 @@
  *       writes DIR/hotspot.nkp, onethread.nkp, incomplete.nkp (a process
  *       killed: END "complete": false), truncated.nkp (no TRAILER),
  *       corrupt.nkp (bad magic) and advise.nkp (one variable per rule of
- *       `numakit advise`) with the profile writer (nk__nkp_write).
+ *       `numakit advise`) with the profile writer (nk__nkp_write); and for
+ *       combining runs (issue 13) hotspot-run2.nkp and advise-run2.nkp, the
+ *       same runs in another process (pid 4343) with every address moved
+ *       (as ASLR would), and other-program.nkp (hotspot of ./mesher).
  *   nk_gen_nkp --golden NAME FORMAT
  *       prints what `numakit report [--json] NAME.nkp` must print, in the
  *       golden file layout of run_golden.py, computed from the same profile
@@ -25,7 +28,12 @@
 #include "profile/nkp.h"
 
 #define PAGE 4096ull
-#define BASE 0x10000000ull
+/* Addresses are BASE + offsets; a second run moves them all by 'shift' and has pid 4343. */
+static uint64_t shift;
+static uint32_t pid = 4242;
+static const char *prog = "./solver";
+#define BASE (0x10000000ull + shift)
+#define TID0 (pid == 4242 ? 5000u : 6000u) /* thread ids differ between runs too */
 
 struct gen {
 	struct nk__nkp_profile p;
@@ -52,10 +60,7 @@ static void init(struct gen *g, int threads, int complete)
 {
 	memset(g, 0, sizeof(*g));
 	g->p.version = NK__NKP_VERSION;
-	g->p.run_json = xstrdup("{\"numakit\": \"0.1.0\", \"command\": [\"./solver\", \"-n\", \"64\"], \"sampler\": "
-				"\"pagefault\", \"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, "
-				"\"wall_ns\": 2500000000, \"exit_status\": 0, \"signal\": 0, \"processes\": 1, "
-				"\"samples\": 0}");
+	g->p.run_json = xstrdup("{}"); /* finish() writes it */
 	nk_machine *m = NULL;
 	nk_error err;
 	char *json = NULL;
@@ -66,10 +71,14 @@ static void init(struct gen *g, int threads, int complete)
 	}
 	nk_machine_free(m);
 	g->p.machine_json = json;
-	g->pd.info = (struct nk__nkp_process){ 4242, 1, 1000000 };
-	g->pd.meta_json = xstrdup("{\"pid\": 4242, \"ppid\": 1, \"argv\": [\"./solver\", \"-n\", \"64\"], \"exe\": "
-				  "\"/nonexistent/solver\", \"sampler\": \"pagefault\", \"rate\": 1000, \"page_size\": "
-				  "4096, \"min_size\": 4096, \"start_unix_ns\": 0}");
+	g->pd.info = (struct nk__nkp_process){ pid, 1, 1000000 };
+	char meta[512];
+	snprintf(meta, sizeof(meta),
+		 "{\"pid\": %u, \"ppid\": 1, \"argv\": [\"%s\", \"-n\", \"64\"], \"exe\": "
+		 "\"/nonexistent/%s\", \"sampler\": \"pagefault\", \"rate\": 1000, \"page_size\": "
+		 "4096, \"min_size\": 4096, \"start_unix_ns\": 0}",
+		 pid, prog, prog + 2);
+	g->pd.meta_json = xstrdup(meta);
 	g->pd.end_json = xstrdup(complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, "
 					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 3, \"faults\": 0}"
 					  : "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, "
@@ -77,7 +86,7 @@ static void init(struct gen *g, int threads, int complete)
 	g->pd.complete = complete;
 	g->pd.threads = xrealloc(NULL, ((size_t)threads + 1) * sizeof(*g->pd.threads));
 	for (int t = 0; t < threads; t++)
-		g->pd.threads[t] = (struct nk__nkp_thread){ 5000 + (uint32_t)t, (uint32_t)t, 10 + (uint64_t)t, 0, 0,
+		g->pd.threads[t] = (struct nk__nkp_thread){ TID0 + (uint32_t)t, (uint32_t)t, 10 + (uint64_t)t, 0, 0,
 							    t * 2 % 8, 0 };
 	g->pd.n_threads = (size_t)threads;
 	g->p.procs = &g->pd;
@@ -96,7 +105,7 @@ static void site(struct gen *g, uint32_t id, uint64_t ip)
 static void alloc_rec(struct gen *g, uint64_t addr, uint64_t size, uint32_t site_id, uint32_t id)
 {
 	g->pd.allocs = xrealloc(g->pd.allocs, (g->pd.n_allocs + 1) * sizeof(*g->pd.allocs));
-	g->pd.allocs[g->pd.n_allocs++] = (struct nk__nkp_alloc){ addr, size, 20 + id, 5000, site_id, NK__ALLOC_MALLOC,
+	g->pd.allocs[g->pd.n_allocs++] = (struct nk__nkp_alloc){ addr, size, 20 + id, TID0, site_id, NK__ALLOC_MALLOC,
 								 id };
 }
 
@@ -109,7 +118,7 @@ static void name(struct gen *g, uint64_t addr, uint64_t size, const char *text)
 static void phase(struct gen *g, uint16_t id, uint64_t t, const char *text)
 {
 	g->pd.phases = xrealloc(g->pd.phases, (g->pd.n_phases + 1) * sizeof(*g->pd.phases));
-	g->pd.phases[g->pd.n_phases++] = (struct nk__nkp_phase_data){ { t, 5000, id, 0 }, xstrdup(text) };
+	g->pd.phases[g->pd.n_phases++] = (struct nk__nkp_phase_data){ { t, TID0, id, 0 }, xstrdup(text) };
 }
 
 static void sample(struct gen *g, uint64_t t, uint64_t addr, uint64_t ip, int th, int cnode, int pnode, int access,
@@ -120,7 +129,7 @@ static void sample(struct gen *g, uint64_t t, uint64_t addr, uint64_t ip, int th
 		g->pd.samples = xrealloc(g->pd.samples, g->cap * sizeof(*g->pd.samples));
 	}
 	g->pd.samples[g->pd.n_samples++] = (struct nk__nkp_sample){
-		.time_ns = t, .addr = addr, .ip = ip, .tid = 5000 + (uint32_t)th, .weight = 1, .latency = 0,
+		.time_ns = t, .addr = addr, .ip = ip, .tid = TID0 + (uint32_t)th, .weight = 1, .latency = 0,
 		.cpu = (int16_t)(th * 2 % 8), .cpu_node = (int16_t)cnode, .page_node = (int16_t)pnode, .phase = ph,
 		.access = (uint8_t)access, .source = 0, .sampler = NK__SAMPLER_PAGEFAULT, .flags = (uint8_t)flags
 	};
@@ -232,10 +241,10 @@ static void finish(struct gen *g)
 {
 	char buf[1024];
 	snprintf(buf, sizeof(buf),
-		 "{\"numakit\": \"0.1.0\", \"command\": [\"./solver\", \"-n\", \"64\"], \"sampler\": \"pagefault\", "
-		 "\"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, \"wall_ns\": 2500000000, "
+		 "{\"numakit\": \"0.1.0\", \"command\": [\"%s\", \"-n\", \"64\"], \"sampler\": \"pagefault\", "
+		 "\"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, \"wall_ns\": %s, "
 		 "\"exit_status\": 0, \"signal\": 0, \"processes\": 1, \"samples\": %zu}",
-		 g->pd.n_samples);
+		 prog, shift ? "3500000000" : "2500000000", g->pd.n_samples);
 	free(g->p.run_json);
 	g->p.run_json = xstrdup(buf);
 	snprintf(buf, sizeof(buf),
@@ -387,6 +396,23 @@ int main(int argc, char **argv)
 		}
 		free_gen(&g);
 	}
+	/* runs to combine: the same program in another process, every address moved; another program */
+	static const char *const runs2[] = { "hotspot", "advise" };
+	shift = 0x2345000;
+	pid = 4343;
+	for (int i = 0; i < 2; i++) {
+		build(&g, runs2[i]);
+		snprintf(path, sizeof(path), "%s/%s-run2.nkp", argv[1], runs2[i]);
+		write_profile(&g, path, 0);
+		free_gen(&g);
+	}
+	shift = 0;
+	pid = 4242;
+	prog = "./mesher";
+	build(&g, "hotspot");
+	snprintf(path, sizeof(path), "%s/other-program.nkp", argv[1]);
+	write_profile(&g, path, 0);
+	free_gen(&g);
 	snprintf(path, sizeof(path), "%s/corrupt.nkp", argv[1]);
 	FILE *f = fopen(path, "wb");
 	if (!f || fputs("NKPROF\r\x01 this is not a profile\n", f) == EOF || fclose(f)) {

@@ -256,7 +256,7 @@ static void test_header_errors(void **state)
 	expect_err(b, 0, NK_EPARSE, "truncated");
 	v = 7;
 	memcpy(b + 8, &v, 4);
-	expect_err(b, len, NK_EVERSION, "profile: profile version 7; this numakit reads version 1");
+	expect_err(b, len, NK_EVERSION, "profile: profile version 7; this numakit reads versions 1 and 2");
 	v = 1;
 	memcpy(b + 8, &v, 4);
 	v = 8;
