@@ -40,7 +40,7 @@ const char cli_profile_usage[] =
 	"                   pagefault: software, access revoked on random pages;\n"
 	"                   trace: every access of a program built with 'numakit cc'\n"
 	"  --rate R         timer: samples per second of each thread's CPU time\n"
-	"                   (default 1000; the kernel's tick caps it);\n"
+	"                   (default 1000);\n"
 	"                   pagefault: samples per second per process (default 1000);\n"
 	"                   hw: one sample per R events; trace: one access in R\n"
 	"  --min-size SIZE  do not track allocations smaller than SIZE (default 64K)\n"

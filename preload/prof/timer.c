@@ -84,6 +84,14 @@ struct tm_clock {
 static _Thread_local int tm_have __attribute__((tls_model("initial-exec")));
 static _Thread_local timer_t tm_timer __attribute__((tls_model("initial-exec")));
 static _Thread_local struct tm_clock tm_clk __attribute__((tls_model("initial-exec")));
+/* This thread's period now (a multiple of tm_period_ns: doubled while the handler costs more than
+ * 1/TM_COST_SHARE of it) and the handler's mean cost, ns. */
+static _Thread_local uint64_t tm_cur_period __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t tm_cost_avg __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned tm_calls __attribute__((tls_model("initial-exec")));
+#define TM_COST_SHARE 16 /* the handler may cost at most 1/16 of a period: a slow machine (an emulator) gets a
+			  * longer period instead of signals that queue faster than they are handled */
+static atomic_ulong tm_slowed;
 static _Thread_local uint64_t tm_rng __attribute__((tls_model("initial-exec")));
 
 static uint64_t tm_rand(uint64_t *s)
@@ -105,9 +113,43 @@ static int tm_page_node(uintptr_t addr)
 	return status;
 }
 
+/*
+ * After a signal handled since @p t_in: keep the handler's cost under 1/TM_COST_SHARE of the thread's period
+ * by doubling the period (the samples after it weigh twice as much), so that signals never arrive faster than
+ * they are handled (an RT signal queue that overflows makes the kernel send SIGIO, which kills).  AS-safe.
+ */
+static void tm_pace(uint64_t t_in)
+{
+	uint64_t c = nkp_now() - t_in;
+
+	/* The first calls of a thread pay for first uses (page faults on the handler's code, lazy binding):
+	 * they do not count. */
+	if (++tm_calls <= 8)
+		return;
+	tm_cost_avg = tm_cost_avg ? (7 * tm_cost_avg + c) / 8 : c;
+	if (tm_calls < 24 || !tm_have || !tm_cur_period || tm_cost_avg * TM_COST_SHARE <= tm_cur_period ||
+	    tm_cur_period >= tm_period_ns * 1024)
+		return;
+	uint64_t p = tm_cur_period * 2;
+	if (tm_clk.fd >= 0) {
+		if (ioctl(tm_clk.fd, PERF_EVENT_IOC_PERIOD, &p))
+			return;
+	} else {
+		struct itimerspec its;
+		memset(&its, 0, sizeof its);
+		its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(p / 1000000000u);
+		its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(p % 1000000000u);
+		if (timer_settime(tm_timer, 0, &its, NULL))
+			return;
+	}
+	tm_cur_period = p;
+	atomic_fetch_add_explicit(&tm_slowed, 1, memory_order_relaxed);
+}
+
 static void tm_handler(int sig, siginfo_t *si, void *uctx)
 {
 	int saved_errno = errno;
+	uint64_t t_in = nkp_now();
 
 	(void)sig;
 	if (tm_clk.ring) {
@@ -154,6 +196,7 @@ static void tm_handler(int sig, siginfo_t *si, void *uctx)
 	int over = si && si->si_code == SI_TIMER ? si->si_overrun : 0;
 	if (over < 0)
 		over = 0;
+	uint64_t mult = tm_cur_period && tm_period_ns ? tm_cur_period / tm_period_ns : 1;
 	if (over)
 		atomic_fetch_add_explicit(&tm_overruns, (unsigned long)over, memory_order_relaxed);
 	uint64_t now = nkp_now();
@@ -171,7 +214,9 @@ static void tm_handler(int sig, siginfo_t *si, void *uctx)
 		s.addr = acc[i].addr;
 		s.ip = ip;
 		s.tid = nkp_tid();
-		s.weight = (uint32_t)(1 + (unsigned)over);
+		/* the base periods this sample stands for: the thread's period, times the signals it missed */
+		uint64_t w = mult * (1 + (uint64_t)over);
+		s.weight = (uint32_t)(w > UINT32_MAX ? UINT32_MAX : w);
 		s.cpu = (int16_t)(cpu >= 0 && cpu <= INT16_MAX ? cpu : -1);
 		s.cpu_node = (int16_t)(cpu >= 0 ? nkp_cpu_node(cpu) : -1);
 		s.page_node = (int16_t)(node >= 0 && node <= INT16_MAX ? node : -1);
@@ -185,6 +230,7 @@ static void tm_handler(int sig, siginfo_t *si, void *uctx)
 	}
 #endif
 out:
+	tm_pace(t_in);
 	errno = saved_errno;
 }
 
@@ -255,6 +301,9 @@ void nkp_timer_thread_begin(void)
 		return;
 	tm_clk.fd = -1;
 	tm_clk.ring = NULL;
+	tm_cur_period = tm_period_ns;
+	tm_cost_avg = 0;
+	tm_calls = 0;
 	if (!atomic_load_explicit(&tm_no_perf, memory_order_relaxed)) {
 		if (tm_perf_begin() == 0) {
 			tm_have = 1;
@@ -319,6 +368,16 @@ void nkp_timer_start(void)
 	double period = 1e9 / rate;
 	tm_period_ns = period < 1000 ? 1000 : period > 1e10 ? (uint64_t)1e10 : (uint64_t)period;
 	tm_sig = tm_choose_signal();
+	{
+		/* Bind the decoder and move_pages now, not in the first signal handler (lazy binding there is
+		 * slow and takes the dynamic linker's locks). */
+		static const unsigned char nop[] = { 0x90 };
+		uint64_t gpr[NKD_NGPR] = { 0 };
+		struct nkd_access acc[NKD_MAX_ACCESS];
+		int n;
+		(void)nkd_accesses(nop, sizeof nop, 0, gpr, acc, &n);
+		(void)tm_page_node((uintptr_t)&gpr);
+	}
 	if (!atomic_load(&tm_handler_in)) {
 		memset(&sa, 0, sizeof sa);
 		sa.sa_sigaction = tm_handler;
@@ -366,6 +425,7 @@ void nkp_timer_after_fork(void)
 	atomic_store(&tm_threads, 0);
 	atomic_store(&tm_timer_fail, 0);
 	atomic_store(&tm_perf_threads, 0);
+	atomic_store(&tm_slowed, 0);
 	if (atomic_load(&tm_running))
 		nkp_timer_thread_begin();
 }
@@ -411,6 +471,7 @@ size_t nkp_timer_end_json(char *buf, size_t cap)
 	tm_put_kv(buf, cap, &n, "unsupported", atomic_load(&tm_unsupported), 0);
 	tm_put_kv(buf, cap, &n, "threads", atomic_load(&tm_threads), 0);
 	tm_put_kv(buf, cap, &n, "perf_threads", atomic_load(&tm_perf_threads), 0);
+	tm_put_kv(buf, cap, &n, "slowed", atomic_load(&tm_slowed), 0);
 	tm_put_kv(buf, cap, &n, "timer_failed", atomic_load(&tm_timer_fail), 0);
 	tm_put(buf, cap, &n, "}");
 	buf[n] = 0;

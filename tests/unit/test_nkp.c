@@ -334,7 +334,7 @@ static void sample_mut(struct fb *f, int which)
 	case 0: s[1].access = 3; break;
 	case 1: s[1].source = 11; break;
 	case 2: s[1].sampler = 0; break;
-	case 3: s[1].sampler = 4; break;
+	case 3: s[1].sampler = 5; break;
 	case 4: s[1].cpu = -2; break;
 	case 5: s[1].cpu_node = -2; break;
 	case 6: s[1].page_node = -2; break;
@@ -450,8 +450,8 @@ static void test_body_errors(void **state)
 	expect_body_err(bad_samples_len, NK_EPARSE, "SAMPLES record: length 100 is not a multiple of 48");
 	expect_body_err(s_access, NK_EPARSE, "SAMPLES record: sample 1: access 3 out of range (0..2)");
 	expect_body_err(s_source, NK_EPARSE, "sample 1: source 11 out of range (0..10)");
-	expect_body_err(s_sampler0, NK_EPARSE, "sample 1: sampler 0 out of range (1..3)");
-	expect_body_err(s_sampler4, NK_EPARSE, "sample 1: sampler 4 out of range (1..3)");
+	expect_body_err(s_sampler0, NK_EPARSE, "sample 1: sampler 0 out of range (1..4)");
+	expect_body_err(s_sampler4, NK_EPARSE, "sample 1: sampler 5 out of range (1..4)");
 	expect_body_err(s_cpu, NK_EPARSE, "sample 1: cpu -2 out of range");
 	expect_body_err(s_cpunode, NK_EPARSE, "sample 1: cpu_node -2 out of range");
 	expect_body_err(s_pagenode, NK_EPARSE, "sample 1: page_node -2 out of range");
