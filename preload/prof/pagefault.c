@@ -222,8 +222,10 @@ static _Thread_local unsigned long pf_retry_gen PF_TLS;
 enum { PN_FREE = 0, PN_FILLING = 1, PN_READY = 2 };
 static struct {
 	atomic_int state;
+	unsigned tries; /* rounds the page was found still not present (sampler thread only) */
 	struct nk__nkp_sample s;
 } pf_pending[PF_PENDING];
+#define PF_PENDING_TRIES 50 /* rounds a first touch may wait for its faulting thread to run again */
 
 /* Spans under I/O: [start, end), start 0 = free. */
 static struct {
@@ -943,6 +945,15 @@ static void pf_flush_pending(void)
 				for (unsigned k = 0; k < n; k++)
 					status[k] = -1;
 			for (unsigned k = 0; k < n; k++) {
+				/* Not present yet: the faulting thread has not run its instruction again (descheduled
+				 * on a loaded machine: unit.prof.pf.write lost 12% of its nodes so).  Ask again at the
+				 * next rounds, at most PF_PENDING_TRIES of them, unless the sampler stops. */
+				if (status[k] == -ENOENT && pf_pending[idx[k]].tries < PF_PENDING_TRIES &&
+				    atomic_load_explicit(&pf_running, memory_order_relaxed)) {
+					pf_pending[idx[k]].tries++;
+					continue;
+				}
+				pf_pending[idx[k]].tries = 0;
 				pf_pending[idx[k]].s.page_node = (int16_t)(status[k] >= 0 ? status[k] : -1);
 				nkp_emit(&pf_pending[idx[k]].s);
 				atomic_store_explicit(&pf_pending[idx[k]].state, PN_FREE, memory_order_release);

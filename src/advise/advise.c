@@ -774,14 +774,25 @@ static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_v
 	e.phase = (char *)phase;
 	e.ranges = d->ranges;
 	e.n_ranges = d->n_ranges;
-	e.reason = d->reason;
 	nk__aplan_evidence_of(&e.ev, view);
 	e.ev.size = whole->size;
-	if (!e.ev.diagnosis)
+	/* the reason says how sure the profile is of the share it started from */
+	uint64_t known = view->local + view->remote;
+	struct sbuf why = { 0 };
+	if (d->reason)
+		sb_printf(&why, "%s; profiled %.1f%% remote [%.1f, %.1f] (95%% interval, %.1f effective samples)",
+			  d->reason, known ? pct((double)view->remote / (double)known) : 0, pct(view->ci_lo),
+			  pct(view->ci_hi), view->n_eff);
+	e.reason = d->reason ? sb_take(&why) : NULL;
+	if (!e.ev.diagnosis || (d->reason && !e.reason)) {
+		free(e.ev.diagnosis);
+		free(e.reason);
 		return NK_ENOMEM;
+	}
 	e.page_size = d->kind == D_PAGES ? c->ps : 0;
 	int rc = nk__aplan_add(plan, &e);
 	free(e.ev.diagnosis);
+	free(e.reason);
 	return rc;
 }
 
@@ -839,7 +850,7 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 		const struct nk__an_var *pv = phase_var(a, k, v->key);
 		/* a phase in which one thread (a serial initialisation) or too few samples touch it says nothing
 		 * about where its pages should be: the alloc policy already places its first touches */
-		if (!pv || pv->samples < NK__AN_MIN_SAMPLES || pv->threads < 2)
+		if (!pv || !nk__an_decided(pv) || pv->threads < 2)
 			continue;
 		rc = decide(c, vi, pv, (int)k, &d[k]);
 		if (rc || d[k].kind == D_NONE)
@@ -1113,7 +1124,7 @@ static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 		const struct nk__an_var *v = &a->vars[vi];
 		uint64_t known = v->local + v->remote;
 		double rshare = known ? (double)v->remote / (double)known : 0;
-		int enough = v->samples >= NK__AN_MIN_SAMPLES && known;
+		int enough = known && nk__an_decided(v);
 		judged |= enough;
 		rc = 0;
 		if (v->kind != NK__VAR_STATIC && v->kind != NK__VAR_HEAP && v->kind != NK__VAR_NAMED) {
@@ -1121,10 +1132,17 @@ static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 				rc = skip(plan, v, "%s: a plan cannot place it (%.0f%% of its accesses remote)",
 					  kind_word(v->kind), pct(rshare));
 		} else if (!enough) {
-			rc = skip(plan, v, "too few samples (%llu, fewer than %d with known nodes) to decide",
-				  (unsigned long long)v->samples, NK__AN_MIN_SAMPLES);
+			rc = known ? skip(plan, v,
+					  "too few samples to decide: %.1f%% remote [%.1f, %.1f], wider than +-%.0f "
+					  "points (%llu samples in %llu %s, %.1f effective)",
+					  pct(rshare), pct(v->ci_lo), pct(v->ci_hi), pct(NK__AN_CI_HALF),
+					  (unsigned long long)v->known_samples, (unsigned long long)v->clusters,
+					  v->ci_grouped ? "page groups" : "clusters", v->n_eff)
+				   : skip(plan, v, "too few samples to decide (%llu, none with both nodes known)",
+					  (unsigned long long)v->samples);
 		} else if (rshare <= NK__AN_FINE_REMOTE) {
-			rc = skip(plan, v, "%.0f%% of its accesses are remote: fine as it is", pct(rshare));
+			rc = skip(plan, v, "%.1f%% [%.1f, %.1f] of its accesses are remote: fine as it is", pct(rshare),
+				  pct(v->ci_lo), pct(v->ci_hi));
 		} else if (c->factor > 0 && c->factor < NK__AN_MIN_NUMA_FACTOR) {
 			rc = skip(plan, v, "the machine's NUMA factor %.2f is below %.2f: placement is not worth changing",
 				  c->factor, NK__AN_MIN_NUMA_FACTOR);
@@ -1167,8 +1185,9 @@ static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 	}
 	if (!judged)
 		return nk__error(err, NK_ENODATA,
-				 "no variable has enough samples (%d, with the nodes known) to decide anything",
-				 NK__AN_MIN_SAMPLES);
+				 "no variable has enough samples to decide anything (its remote share's 95%% interval "
+				 "within +-%.0f points, with the nodes known)",
+				 pct(NK__AN_CI_HALF));
 	if ((rc = advise_pin(c, plan, owner_entries, shared_entries)))
 		return nk__error(err, rc, "out of memory");
 	return 0;

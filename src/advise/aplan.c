@@ -90,6 +90,8 @@ void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev)
 	ev->read_fraction = -1;
 	ev->regularity = -1;
 	ev->dominant_node = -1;
+	ev->ci_lo = ev->ci_hi = -1;
+	ev->samples_effective = -1;
 }
 
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v)
@@ -101,6 +103,11 @@ void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_va
 	ev->samples = v->samples;
 	ev->threads = v->threads;
 	ev->remote_fraction = known ? (double)v->remote / (double)known : 0;
+	if (v->known_samples) {
+		ev->ci_lo = v->ci_lo;
+		ev->ci_hi = v->ci_hi;
+		ev->samples_effective = v->n_eff;
+	}
 	ev->read_fraction = typed ? (double)v->reads / (double)typed : -1;
 	ev->regularity = v->regularity >= 0 ? v->regularity : -1;
 	ev->shared_pages = v->pages ? (double)v->pages_cross_shared / (double)v->pages : 0;
@@ -113,7 +120,7 @@ static int evidence_is_unknown(const struct nk__aplan_evidence *ev)
 {
 	return !ev->size && !ev->samples && !ev->threads && ev->remote_fraction == 0 && ev->read_fraction < 0 &&
 	       ev->regularity < 0 && ev->shared_pages == 0 && ev->dominant_node < 0 && ev->dominant_share == 0 &&
-	       !ev->diagnosis;
+	       !ev->diagnosis && ev->ci_lo < 0 && ev->samples_effective < 0;
 }
 
 /* ------------------------------------------------------------ struct helpers */
@@ -394,7 +401,8 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 {
 	static const char *const fields[] = { "size",         "samples",        "threads",       "remote_fraction",
 					      "read_fraction", "regularity",    "shared_pages",  "dominant_node",
-					      "dominant_share", "diagnosis",    NULL };
+					      "dominant_share", "diagnosis",    "remote_ci",     "samples_effective",
+					      NULL };
 	char w[224]; /* where (< 200) + ": evidence" */
 	uint64_t dn;
 	int rc;
@@ -414,8 +422,20 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 	    (rc = get_num(in, v, "shared_pages", w, 0, 1, 0, &ev->shared_pages)) ||
 	    (rc = get_uint(in, v, "dominant_node", w, NK__MAX_ID, UINT64_MAX, &dn)) ||
 	    (rc = get_num(in, v, "dominant_share", w, 0, 1, 0, &ev->dominant_share)) ||
-	    (rc = get_str(in, v, "diagnosis", w, &ev->diagnosis)))
+	    (rc = get_str(in, v, "diagnosis", w, &ev->diagnosis)) ||
+	    (rc = get_num(in, v, "samples_effective", w, 0, 1e300, -1, &ev->samples_effective)))
 		return rc;
+	const json_t *ci = json_object_get(v, "remote_ci");
+	if (ci && !json_is_null(ci)) {
+		if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)) ||
+		    !json_is_number(json_array_get(ci, 1)))
+			return ap_fail(in, NK_EPARSE, w, "remote_ci: expected [low, high], found %s", type_name(ci));
+		double lo = json_number_value(json_array_get(ci, 0)), hi = json_number_value(json_array_get(ci, 1));
+		if (!(lo >= 0 && lo <= hi && hi <= 1))
+			return ap_fail(in, NK_EPARSE, w, "remote_ci: [%g, %g] is not an interval within 0..1", lo, hi);
+		ev->ci_lo = lo;
+		ev->ci_hi = hi;
+	}
 	ev->dominant_node = dn == UINT64_MAX ? -1 : (int)dn;
 	return 0;
 }
@@ -980,6 +1000,10 @@ static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 		oset(o, x, "samples", ju64(ev->samples));
 		oset(o, x, "threads", ju64(ev->threads));
 		oset(o, x, "remote_fraction", jfrac(ev->remote_fraction));
+		if (ev->ci_lo >= 0)
+			oset(o, x, "remote_ci", json_pack("[ff]", ev->ci_lo, ev->ci_hi));
+		if (ev->samples_effective >= 0)
+			oset(o, x, "samples_effective", json_real(ev->samples_effective));
 		oset(o, x, "read_fraction", jfrac(ev->read_fraction));
 		oset(o, x, "regularity", jfrac(ev->regularity));
 		oset(o, x, "shared_pages", jfrac(ev->shared_pages));

@@ -49,6 +49,8 @@ struct nk__aplan_evidence {
 	uint64_t samples;
 	uint64_t threads;        /* distinct threads that accessed it */
 	double remote_fraction;  /* of its accesses, as profiled */
+	double ci_lo, ci_hi;     /* its 95 % interval (docs/report.md); -1, -1 unknown */
+	double samples_effective; /* effective sample size behind the interval, -1 unknown */
 	double read_fraction;    /* reads among typed accesses, -1 unknown */
 	double regularity;       /* -1 unknown */
 	double shared_pages;     /* share of sampled pages shared across nodes */

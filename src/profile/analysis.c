@@ -5,6 +5,7 @@
  * nk__sym_* interface when a symtab is given.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,8 @@ struct thr_key {
 
 struct rec {
 	uint64_t page;
+	uint64_t cl;           /* cluster of the remote-share interval (intervals()) */
+	uint8_t grouped;       /* cl is a 16-page group (pagefault), else the sample's own index */
 	uint32_t var, proc, thread, w;
 	int16_t cnode, pnode; /* raw node ids, -1 unknown */
 	uint8_t access, where; /* where: 0 local, 1 remote, 2 unknown */
@@ -868,6 +871,19 @@ static int attribute_all(struct ctx *c)
 			}
 			struct rec *r = &c->recs[c->n_recs++];
 			r->page = sm->addr / ps;
+			/* Clusters of the interval (docs/report.md, "What the numbers estimate"): the pagefault
+			 * sampler revokes groups of 16 pages cut from a tracked range's first page and samples
+			 * every visit to them, so its samples come in groups; the variable instance's first
+			 * page stands for the range's (the same for heap blocks and named ranges).  hw and trace
+			 * samples are drawn from the access stream one by one: each is its own cluster. */
+			if (sm->sampler == NK__SAMPLER_PAGEFAULT) {
+				uint64_t first = pc.hit_hi > pc.hit_lo && pc.hit_lo / ps <= r->page ? pc.hit_lo / ps : 0;
+				r->cl = first + (r->page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
+				r->grouped = 1;
+			} else {
+				r->cl = c->n_recs - 1;
+				r->grouped = 0;
+			}
 			r->var = (uint32_t)v;
 			r->proc = (uint32_t)i;
 			r->thread = (uint32_t)th;
@@ -1126,6 +1142,133 @@ static int count(struct ctx *c, int *nidx)
 			}
 	}
 	free(tcpu);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- intervals */
+
+void nk__an_ratio_ci(const double *W, const double *Y, size_t n, double sum_w2, struct nk__an_ci *out)
+{
+	const double z = NK__AN_Z95, z2 = z * z;
+	double sw = 0, sy = 0, ss = 0;
+	*out = (struct nk__an_ci){ 0, 0, 1, 0 };
+	for (size_t c = 0; c < n; c++) {
+		sw += W[c];
+		sy += Y[c];
+	}
+	if (!n || sw <= 0)
+		return;
+	double r = sy / sw;
+	if (r < 0)
+		r = 0;
+	if (r > 1)
+		r = 1;
+	out->r = r;
+	for (size_t c = 0; c < n; c++) {
+		double d = Y[c] - r * W[c];
+		ss += d * d;
+	}
+	/* Kish's effective size: what unequal weights leave of the sample count even when samples are
+	 * independent; a cluster-robust variance below it (clusters more alike than independent samples
+	 * would be) is not trusted beyond it */
+	double kish = sum_w2 > 0 ? sw * sw / sum_w2 : (double)n;
+	double var = n >= 2 ? ss / (sw * sw) * (double)n / (double)(n - 1) : 0;
+	double ne;
+	if (var > 0 && r > 0 && r < 1)
+		ne = r * (1 - r) / var;
+	else /* no spread seen: as if each cluster were one sample (all remote in 3 groups is 3 samples' worth) */
+		ne = (double)n;
+	if (ne > kish)
+		ne = kish;
+	out->n_eff = ne;
+	if (ne <= 0)
+		return;
+	double den = 1 + z2 / ne, mid = (r + z2 / (2 * ne)) / den;
+	double half = z * sqrt(r * (1 - r) / ne + z2 / (4 * ne * ne)) / den;
+	out->lo = mid - half < 0 ? 0 : mid - half;
+	out->hi = mid + half > 1 ? 1 : mid + half;
+	/* r is inside its Wilson interval; rounding must not put it out */
+	if (out->lo > r)
+		out->lo = r;
+	if (out->hi < r)
+		out->hi = r;
+}
+
+int nk__an_decided(const struct nk__an_var *v)
+{
+	return v->known_samples && v->clusters >= NK__AN_MIN_CLUSTERS &&
+	       (v->ci_hi - v->ci_lo) / 2 <= NK__AN_CI_HALF + 1e-12;
+}
+
+struct clrec {
+	uint32_t var, proc;
+	uint64_t cl;
+	uint8_t grouped, remote;
+	uint32_t w;
+};
+
+static int cmp_clrec(const void *x, const void *y)
+{
+	const struct clrec *a = x, *b = y;
+	if (a->var != b->var)
+		return a->var < b->var ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->grouped != b->grouped)
+		return a->grouped < b->grouped ? -1 : 1;
+	return (a->cl > b->cl) - (a->cl < b->cl);
+}
+
+/* Each variable's remote-share interval from its samples with both nodes known (local or remote). */
+static int intervals(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	size_t n = 0;
+	struct clrec *cr = malloc((c->n_recs ? c->n_recs : 1) * sizeof(*cr));
+	double *W = malloc((c->n_recs ? c->n_recs : 1) * sizeof(double));
+	double *Y = malloc((c->n_recs ? c->n_recs : 1) * sizeof(double));
+	if (!cr || !W || !Y) {
+		free(cr);
+		free(W);
+		free(Y);
+		return NK_ENOMEM;
+	}
+	for (size_t i = 0; i < a->n_vars; i++) {
+		a->vars[i].ci_lo = 0;
+		a->vars[i].ci_hi = 1;
+	}
+	for (size_t i = 0; i < c->n_recs; i++) {
+		const struct rec *r = &c->recs[i];
+		if (r->where < 2)
+			cr[n++] = (struct clrec){ r->var, r->proc, r->cl, r->grouped, r->where == 1, r->w };
+	}
+	qsort(cr, n, sizeof(*cr), cmp_clrec);
+	for (size_t i = 0, j; i < n; i = j) {
+		struct nk__an_var *v = &a->vars[cr[i].var];
+		size_t nc = 0;
+		double w2 = 0;
+		for (j = i; j < n && cr[j].var == cr[i].var; j++) {
+			const struct clrec *q = &cr[j];
+			if (j == i || q->proc != cr[j - 1].proc || q->grouped != cr[j - 1].grouped || q->cl != cr[j - 1].cl) {
+				W[nc] = Y[nc] = 0;
+				nc++;
+			}
+			W[nc - 1] += q->w;
+			Y[nc - 1] += q->remote ? q->w : 0;
+			w2 += (double)q->w * q->w;
+			v->known_samples++;
+			v->ci_grouped |= q->grouped;
+		}
+		struct nk__an_ci ci;
+		nk__an_ratio_ci(W, Y, nc, w2, &ci);
+		v->clusters = nc;
+		v->ci_lo = ci.lo;
+		v->ci_hi = ci.hi;
+		v->n_eff = ci.n_eff;
+	}
+	free(cr);
+	free(W);
+	free(Y);
 	return 0;
 }
 
@@ -1434,7 +1577,7 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	int regular = v->regularity >= NK__AN_REGULAR;
 	v->small = a->l2_size && v->size && v->size < a->l2_size;
 
-	if (v->samples < NK__AN_MIN_SAMPLES || !known)
+	if (!known || !nk__an_decided(v))
 		v->diag = NK__DIAG_FEW_SAMPLES;
 	else if (rshare <= NK__AN_FINE_REMOTE)
 		v->diag = NK__DIAG_FINE;
@@ -1451,7 +1594,8 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	else
 		v->diag = NK__DIAG_PARTITION;
 
-	char ft[512] = "";
+	char ft[512] = "", ci[64];
+	snprintf(ci, sizeof ci, "%.1f%% [%.1f, %.1f]", 100 * rshare, 100 * v->ci_lo, 100 * v->ci_hi);
 	if (v->ft_where) {
 		const char *tl = v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "an unknown thread";
 		snprintf(ft, sizeof(ft), "; initialised by %s at %s", tl, v->ft_where);
@@ -1476,28 +1620,33 @@ static int diagnose(struct nk__analysis *a, struct nk__an_var *v)
 
 	switch (v->diag) {
 	case NK__DIAG_FEW_SAMPLES:
-		if (v->samples >= NK__AN_MIN_SAMPLES)
+		if (!known)
 			v->explain = xprintf("no sample with both the cpu's and the page's node known: cannot judge");
 		else
-			v->explain = xprintf("only %llu samples (fewer than %d): not enough to judge",
-					     (unsigned long long)v->samples, NK__AN_MIN_SAMPLES);
+			v->explain = xprintf("%s remote, too wide to judge (more than +-%.0f points): %llu samples "
+					     "in %llu %s, %.1f effective",
+					     ci, 100 * NK__AN_CI_HALF,
+					     (unsigned long long)v->known_samples, (unsigned long long)v->clusters,
+					     v->ci_grouped ? (v->clusters == 1 ? "page group" : "page groups")
+							   : (v->clusters == 1 ? "cluster" : "clusters"),
+					     v->n_eff);
 		break;
 	case NK__DIAG_FINE:
-		v->explain = xprintf("%.0f%% of its accesses are remote: fine", 100 * rshare);
+		v->explain = xprintf("%s of its accesses are remote: fine", ci);
 		break;
 	case NK__DIAG_HOTSPOT:
-		v->explain = xprintf("hot spot: %.0f%% of its pages are on node %d, %.0f%% of accesses remote%s",
-				     100 * v->dominant_share, v->dominant_node, 100 * rshare, ft);
+		v->explain = xprintf("hot spot: %.0f%% of its pages are on node %d, %s of accesses remote%s",
+				     100 * v->dominant_share, v->dominant_node, ci, ft);
 		break;
 	case NK__DIAG_SHARING:
 		v->explain = xprintf("uniform sharing: %.0f%% of its pages are used by threads of several nodes, "
-				     "%.0f%% of accesses remote%s",
-				     100 * cross, 100 * rshare, read_mostly ? " (read-mostly)" : "");
+				     "%s of accesses remote%s",
+				     100 * cross, ci, read_mostly ? " (read-mostly)" : "");
 		break;
 	default:
 		v->explain = xprintf("partition mismatch: pages spread over nodes, but threads use other nodes' pages "
-				     "(%.0f%% of accesses remote, regularity %.2f)%s",
-				     100 * rshare, v->regularity < 0 ? 0 : v->regularity, ft);
+				     "(%s of accesses remote, regularity %.2f)%s",
+				     ci, v->regularity < 0 ? 0 : v->regularity, ft);
 		break;
 	}
 	return v->explain ? 0 : NK_ENOMEM;
@@ -1698,7 +1847,7 @@ static int analyze_core(struct ctx *c, const nk_machine *m)
 		nidx[i] = -1;
 	for (int i = 0; i < c->a->n_nodes; i++)
 		nidx[c->a->node_ids[i]] = i;
-	if (alloc_var_arrays(c->a) || count(c, nidx))
+	if (alloc_var_arrays(c->a) || count(c, nidx) || intervals(c))
 		goto out;
 	qsort(c->recs, c->n_recs, sizeof(*c->recs), cmp_rec);
 	qsort(c->ips, c->n_ips, sizeof(*c->ips), cmp_ip);

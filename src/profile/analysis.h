@@ -21,7 +21,10 @@
 #include "profile/symbols.h"
 
 /* Diagnosis thresholds (docs/report.md, "Diagnosis"). */
-#define NK__AN_MIN_SAMPLES 20       /* fewer samples than this (or none with both nodes known): too few */
+#define NK__AN_CI_HALF 0.10         /* too few samples: the remote share's 95 % interval is wider than +-this */
+#define NK__AN_MIN_CLUSTERS 2       /* too few samples: fewer clusters than this (no variance between them) */
+#define NK__AN_GROUP_PAGES 16       /* pages per cluster of pagefault samples (the sampler's member groups) */
+#define NK__AN_Z95 1.959963984540054 /* the normal quantile of a two-sided 95 % interval */
 #define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
 #define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
@@ -41,7 +44,7 @@ enum nk__var_kind {
 };
 
 enum nk__diag {
-	NK__DIAG_FEW_SAMPLES = 0, /* fewer than NK__AN_MIN_SAMPLES samples */
+	NK__DIAG_FEW_SAMPLES = 0, /* remote share's interval wider than +-NK__AN_CI_HALF (nk__an_decided) */
 	NK__DIAG_FINE = 1,        /* remote share <= NK__AN_FINE_REMOTE */
 	NK__DIAG_HOTSPOT = 2,     /* most pages on one node, accessed remotely from the others */
 	NK__DIAG_PARTITION = 3,   /* pages spread over nodes, but threads work on other nodes' pages */
@@ -72,6 +75,12 @@ struct nk__an_var {
 	uint64_t blocks;      /* heap: allocations of the site that samples hit */
 	uint64_t samples, acc, local, remote, unknown; /* local/remote/unknown: accesses */
 	uint64_t reads, writes;
+	/* The remote share's 95 % interval (nk__an_ratio_ci), from the samples with both nodes known:
+	 * known_samples of them in clusters (pagefault: 16-page groups; hw, trace: one per sample). */
+	double ci_lo, ci_hi;  /* 0..1; 0 and 1 when no sample has both nodes known */
+	double n_eff;         /* effective sample size behind the interval, 0 none */
+	uint64_t known_samples, clusters;
+	int ci_grouped;       /* 1 when some clusters are page groups (pagefault samples) */
 	uint64_t *acc_cpu;    /* [n_nodes] accesses by the node of the accessing cpu */
 	uint64_t *remote_cpu; /* [n_nodes] remote accesses by the node of the accessing cpu */
 	uint64_t *acc_page;   /* [n_nodes] accesses by the node of the page */
@@ -215,6 +224,29 @@ struct nk__an_symops {
 /** nk__analyze through @p ops (NULL: the nk__sym_* functions). */
 int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
 		    const struct nk__an_symops *ops, struct nk__analysis **out, nk_error *err);
+
+/** A weighted ratio's estimate and 95 % interval (docs/report.md, "What the numbers estimate"). */
+struct nk__an_ci {
+	double r;      /* sum(w y) / sum(w) */
+	double lo, hi; /* Wilson interval on n_eff, clipped to [0, 1] */
+	double n_eff;  /* r (1 - r) / Var(r), at most Kish's (sum w)^2 / sum w^2; see below */
+};
+
+/**
+ * The ratio r = sum(w y) / sum(w) of @p n clusters (cluster c: W[c] = sum of
+ * its samples' weights, Y[c] = sum of w y, y in {0, 1}) and its interval.
+ * Var(r) = sum_c (Y[c] - r W[c])^2 / (sum W)^2 * n / (n - 1) (the
+ * linearised, cluster-robust variance of a ratio); n_eff = r (1 - r) /
+ * Var(r), at most Kish's effective size (sum w)^2 / @p sum_w2; when Var(r)
+ * is 0 (r is 0 or 1, or every cluster has exactly the share r) or n < 2,
+ * n_eff is the smaller of n and Kish's size.  The interval is Wilson's on
+ * n_eff.  No cluster or no weight: r 0, interval [0, 1], n_eff 0.
+ */
+void nk__an_ratio_ci(const double *W, const double *Y, size_t n, double sum_w2, struct nk__an_ci *out);
+
+/** 1 when @p v's remote share is decided: samples with both nodes known in at least NK__AN_MIN_CLUSTERS
+ * clusters and an interval no wider than +-NK__AN_CI_HALF. */
+int nk__an_decided(const struct nk__an_var *v);
 
 /** Index of node @p id in a->node_ids, -1 when absent. */
 int nk__an_node_index(const struct nk__analysis *a, int id);

@@ -296,6 +296,16 @@ static void wrapped(struct buf *b, int indent, const char *prefix, const char *t
 
 #define TEXT_VARS 12 /* variables listed per node and in the table */
 
+/* A variable's remote-share interval in whole percent, "[61,68]"; "-" when no access has a known node. */
+static const char *ci_text(const struct nk__an_var *v, char *buf, size_t cap)
+{
+	if (!v->known_samples)
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, "[%.0f,%.0f]", 100 * v->ci_lo, 100 * v->ci_hi);
+	return buf;
+}
+
 static void text_report(const struct nk__analysis *a, struct buf *b)
 {
 	char s1[64], s2[128];
@@ -355,19 +365,20 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 	}
 
 	bprintf(b, "\n== Variables ==\n");
-	bprintf(b, "%-30s %-6s %9s %8s %7s %6s %6s %6s %6s %5s\n", "variable", "kind", "size", "samples", "remote",
-		"pages", "priv", "node", "cross", "reg");
+	bprintf(b, "%-25s %-6s %9s %8s %-16s %6s %5s %5s %5s %5s\n", "variable", "kind", "size", "samples",
+		" remote [95% CI]", "pages", "priv", "node", "cross", "reg");
 	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
 		const struct nk__an_var *v = &a->vars[i];
-		char reg[16];
+		char reg[16], ci[32];
 		if (v->regularity < 0)
 			snprintf(reg, sizeof(reg), "-");
 		else
 			snprintf(reg, sizeof(reg), "%.2f", v->regularity);
-		bprintf(b, "%-30s %-6.6s %9s %8llu %6.1f%% %6llu %5.0f%% %5.0f%% %5.0f%% %5s\n",
-			fit(v->name, 30, s2, sizeof(s2)), nk__an_kind_name(v->kind),
+		bprintf(b, "%-25s %-6.6s %9s %8llu %6.1f%% %-9s %6llu %4.0f%% %4.0f%% %4.0f%% %5s\n",
+			fit(v->name, 25, s2, sizeof(s2)), nk__an_kind_name(v->kind),
 			v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
-			pct(v->remote, v->local + v->remote), (unsigned long long)v->pages, pct(v->pages_private, v->pages),
+			pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci), (unsigned long long)v->pages,
+			pct(v->pages_private, v->pages),
 			pct(v->pages_node_shared, v->pages), pct(v->pages_cross_shared, v->pages), reg);
 	}
 	if (a->n_vars > 3 * TEXT_VARS)
@@ -426,7 +437,8 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 	}
 	if (a->n_phases) {
 		bprintf(b, "\n== Phases (each phase's variables, diagnosed on the phase's samples alone) ==\n");
-		bprintf(b, "  %-34s %9s %7s %-18s %s\n", "variable", "accesses", "remote", "diagnosis", "fix");
+		bprintf(b, "  %-34s %9s %-17s %-18s %s\n", "variable", "accesses", " remote [95% CI]", "diagnosis",
+			"fix");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
 			bprintf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
@@ -434,9 +446,10 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 			for (size_t k = 0; k < ph->n_vars && k < TEXT_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				const char *fx = nk__an_fix_name(v->fix);
-				bprintf(b, "  %-34s %9llu %6.1f%% %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
+				char ci[32];
+				bprintf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
 					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
-					nk__an_diag_name(v->diag), fx);
+					ci_text(v, ci, sizeof ci), nk__an_diag_name(v->diag), fx);
 				if (v->policy && strcmp(v->policy, fx))
 					bprintf(b, " (%s)", v->policy);
 				bprintf(b, "\n");
@@ -494,6 +507,11 @@ static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v
 	json_object_set_new(o, "remote_fraction", v->local + v->remote
 							  ? json_real((double)v->remote / (double)(v->local + v->remote))
 							  : json_null());
+	json_object_set_new(o, "remote_ci", v->known_samples ? json_pack("[ff]", v->ci_lo, v->ci_hi) : json_null());
+	json_object_set_new(o, "samples_effective", json_real(v->n_eff));
+	json_object_set_new(o, "samples_known", json_integer((json_int_t)v->known_samples));
+	json_object_set_new(o, "clusters", json_integer((json_int_t)v->clusters));
+	json_object_set_new(o, "decided", json_boolean(nk__an_decided(v)));
 	json_object_set_new(o, "unknown", json_integer((json_int_t)v->unknown));
 	json_object_set_new(o, "reads", json_integer((json_int_t)v->reads));
 	json_object_set_new(o, "writes", json_integer((json_int_t)v->writes));
@@ -571,7 +589,11 @@ static json_t *json_report(const struct nk__analysis *a)
 	json_object_set_new(r, "numa_factor", a->numa_factor > 0 ? json_real(a->numa_factor) : json_null());
 	json_object_set_new(r, "bandwidth_measured", json_boolean(a->bandwidth_measured));
 	json_t *thr = json_object();
-	json_object_set_new(thr, "min_samples", json_integer(NK__AN_MIN_SAMPLES));
+	/* "too few samples": the remote share's 95 % interval wider than +-ci_half_width, or fewer clusters
+	 * than min_clusters (the fixed min_samples of 20 it replaces is gone) */
+	json_object_set_new(thr, "ci_level", json_real(0.95));
+	json_object_set_new(thr, "ci_half_width", json_real(NK__AN_CI_HALF));
+	json_object_set_new(thr, "min_clusters", json_integer(NK__AN_MIN_CLUSTERS));
 	json_object_set_new(thr, "fine_remote", json_real(NK__AN_FINE_REMOTE));
 	json_object_set_new(thr, "hotspot_node", json_real(NK__AN_HOTSPOT_NODE));
 	json_object_set_new(thr, "shared_pages", json_real(NK__AN_SHARED_PAGES));
@@ -935,7 +957,8 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
 		pct(a->pages_cross_shared, pg));
 	bprintf(b, "<table><tr><th>variable</th><th>kind</th><th class=\"n\">size</th><th class=\"n\">samples</th>"
-		   "<th class=\"n\">remote</th><th class=\"n\">pages</th><th class=\"n\">private</th>"
+		   "<th class=\"n\">remote</th><th class=\"n\">95%% interval</th><th class=\"n\">pages</th>"
+		   "<th class=\"n\">private</th>"
 		   "<th class=\"n\">node-shared</th><th class=\"n\">cross-shared</th><th class=\"n\">regularity</th></tr>\n");
 	for (size_t i = 0; i < a->n_vars && i < 100; i++) {
 		const struct nk__an_var *v = &a->vars[i];
@@ -946,11 +969,14 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 			hesc(b, v->type);
 			bprintf(b, "</span>");
 		}
+		char ci[32];
 		bprintf(b, "</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td>"
+			   "<td class=\"n\">%s</td>"
 			   "<td class=\"n\">%llu</td><td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
 			   "<td class=\"n\">%.0f%%</td><td class=\"n\">",
 			nk__an_kind_name(v->kind), v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-",
-			(unsigned long long)v->samples, pct(v->remote, v->local + v->remote), (unsigned long long)v->pages,
+			(unsigned long long)v->samples, pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci),
+			(unsigned long long)v->pages,
 			pct(v->pages_private, v->pages), pct(v->pages_node_shared, v->pages),
 			pct(v->pages_cross_shared, v->pages));
 		if (v->regularity >= 0)
@@ -995,15 +1021,16 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 			bprintf(b, "<h3>Phase ");
 			hesc(b, ph->name);
 			bprintf(b, "</h3><table><tr><th>variable</th><th class=\"n\">accesses</th><th class=\"n\">remote</th>"
-				   "<th>diagnosis</th><th>suggested fix</th></tr>\n");
+				   "<th class=\"n\">95%% interval</th><th>diagnosis</th><th>suggested fix</th></tr>\n");
 			for (size_t k = 0; k < ph->n_vars && k < HTML_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
-				char fx[160];
+				char fx[160], ci[32];
 				bprintf(b, "<tr><td>");
 				hesc(b, v->name);
-				bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td><span class=\"tag\" "
-					   "style=\"background:%s\" title=\"",
-					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote), diag_color(v->diag));
+				bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td class=\"n\">%s</td>"
+					   "<td><span class=\"tag\" style=\"background:%s\" title=\"",
+					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
+					ci_text(v, ci, sizeof ci), diag_color(v->diag));
 				hesc(b, v->explain);
 				bprintf(b, "\">%s</span></td><td>", nk__an_diag_name(v->diag));
 				hesc_code(b, fix_text(a, v, fx, sizeof(fx)));

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,7 @@ static struct nk__nkp_sample *pb_sample(struct pbuild *b, uint64_t t, uint64_t a
 	*s = (struct nk__nkp_sample){ .time_ns = t, .addr = addr, .ip = ip, .tid = 1000 + (uint32_t)thread, .weight = 1,
 				      .cpu = (int16_t)cpu_node, .cpu_node = (int16_t)cpu_node,
 				      .page_node = (int16_t)page_node, .access = (uint8_t)access,
-				      .sampler = NK__SAMPLER_PAGEFAULT, .flags = (uint8_t)flags };
+				      .sampler = NK__SAMPLER_TRACE, .flags = (uint8_t)flags };
 	b->p.n_samples++;
 	return s;
 }
@@ -156,6 +157,84 @@ static void hotspot_profile(struct pbuild *b)
 			for (int k = 0; k < PER_PAGE; k++)
 				pb_sample(b, t++, BASE + pg * PAGE + 64 * k, 0x400200 + (th >= 2 ? 8 : 0), th, th / 2, 0,
 					  NK__ACC_READ, 0);
+}
+
+/* The remote share's interval (nk__an_ratio_ci, docs/report.md "What the numbers estimate"). */
+static void test_interval(void **state)
+{
+	(void)state;
+	struct nk__an_ci ci;
+	double W[200], Y[200];
+	/* all remote, 100 independent samples: Wilson's [n / (n + z^2), 1] */
+	for (int i = 0; i < 100; i++)
+		W[i] = Y[i] = 1;
+	nk__an_ratio_ci(W, Y, 100, 100, &ci);
+	assert_true(ci.r == 1 && ci.hi == 1 && ci.n_eff == 100);
+	assert_true(fabs(ci.lo - 100 / (100 + NK__AN_Z95 * NK__AN_Z95)) < 1e-9);
+	/* the same 100 samples in 4 clusters (all alike): worth 4 samples, much wider */
+	double W4[4] = { 25, 25, 25, 25 }, Y4[4] = { 25, 25, 25, 25 };
+	struct nk__an_ci c4;
+	nk__an_ratio_ci(W4, Y4, 4, 100, &c4);
+	assert_true(c4.n_eff == 4 && c4.lo < 0.55 && c4.lo > 0.45);
+	/* half remote, 100 independent samples: n_eff = n - 1 (C / (C - 1)), about +-10 points */
+	for (int i = 0; i < 100; i++)
+		Y[i] = i % 2;
+	nk__an_ratio_ci(W, Y, 100, 100, &ci);
+	assert_true(ci.r == 0.5 && fabs(ci.n_eff - 99) < 1e-9);
+	assert_true(ci.lo > 0.39 && ci.lo < 0.41 && fabs(ci.lo + ci.hi - 1) < 1e-12);
+	/* the same samples, one cluster all remote and one all local: 2 clusters' worth, far wider */
+	double W2[2] = { 50, 50 }, Y2[2] = { 50, 0 };
+	struct nk__an_ci c2;
+	nk__an_ratio_ci(W2, Y2, 2, 100, &c2);
+	assert_true(c2.r == 0.5 && fabs(c2.n_eff - 1) < 1e-9 && c2.hi - c2.lo > 0.7);
+	/* 20 clusters each exactly half remote: no spread between them, worth one sample per cluster */
+	for (int i = 0; i < 20; i++) {
+		W[i] = 10;
+		Y[i] = 5;
+	}
+	nk__an_ratio_ci(W, Y, 20, 200, &ci);
+	assert_true(ci.r == 0.5 && ci.n_eff == 20);
+	/* weights: one heavy sample among light ones; Kish's size caps n_eff */
+	for (int i = 0; i < 100; i++) {
+		W[i] = i ? 1 : 99;
+		Y[i] = W[i] * (i % 2 == 0);
+	}
+	double w2 = 99.0 * 99 + 99;
+	nk__an_ratio_ci(W, Y, 100, w2, &ci);
+	assert_true(fabs(ci.r - (99 + 49) / 198.0) < 1e-12);
+	assert_true(ci.n_eff <= 198.0 * 198 / w2 + 1e-9 && ci.n_eff < 5);
+	/* nothing known */
+	nk__an_ratio_ci(W, Y, 0, 0, &ci);
+	assert_true(ci.lo == 0 && ci.hi == 1 && ci.n_eff == 0);
+}
+
+/* Pagefault samples are clustered by 16-page groups from the variable's first page; trace samples are
+ * each their own cluster: the same 256 all-remote samples decide as trace, not as 2 page groups. */
+static void test_interval_clusters(void **state)
+{
+	(void)state;
+	for (int pf = 0; pf < 2; pf++) {
+		struct pbuild b;
+		pb_init(&b, M2, 2);
+		pb_name(&b, BASE + 5 * PAGE, 32 * PAGE, "v");
+		for (int i = 0; i < 256; i++) {
+			struct nk__nkp_sample *s = pb_sample(&b, 1 + (uint64_t)i, BASE + (5 + (uint64_t)(i % 32)) * PAGE, 1,
+							     1, 1, 0, NK__ACC_READ, 0);
+			if (pf)
+				s->sampler = NK__SAMPLER_PAGEFAULT;
+		}
+		struct nk__analysis *a = analyze(&b);
+		const struct nk__an_var *v = find_var(a, "v");
+		assert_int_equal(v->known_samples, 256);
+		assert_int_equal(v->clusters, pf ? 2 : 256);
+		assert_int_equal(v->ci_grouped, pf);
+		assert_true(v->ci_hi == 1);
+		assert_true(pf ? v->diag == NK__DIAG_FEW_SAMPLES : v->diag != NK__DIAG_FEW_SAMPLES);
+		if (pf)
+			assert_non_null(strstr(v->explain, "256 samples in 2 page groups"));
+		nk__analysis_free(a);
+		pb_free(&b);
+	}
 }
 
 static void test_hotspot(void **state)
@@ -225,21 +304,22 @@ static void test_hotspot(void **state)
 static void test_sparse_sharing(void **state)
 {
 	(void)state;
+	enum { SP = 4 * NPAGES }; /* enough samples for the interval of a share near 50 % (one per page) */
 	for (int interleaved = 0; interleaved < 2; interleaved++) {
 		struct pbuild b;
 		pb_init(&b, M2, 4);
-		pb_name(&b, BASE, NPAGES * PAGE, "grid");
-		for (int pg = 0; pg < NPAGES; pg++) {
-			int th = interleaved ? (pg * 7 + pg / 3) % 4 : pg / 16;
+		pb_name(&b, BASE, SP * PAGE, "grid");
+		for (int pg = 0; pg < SP; pg++) {
+			int th = interleaved ? (pg * 7 + pg / 3) % 4 : pg / (SP / 4);
 			/* pages of the first half on node 0, of the second on node 1 (parallel init) */
-			int pnode = pg < 32 ? 0 : 1;
+			int pnode = pg < SP / 2 ? 0 : 1;
 			int cnode = interleaved ? th / 2 : 1 - pnode; /* blocks: every thread on the other node */
 			pb_sample(&b, 1 + (uint64_t)pg, BASE + pg * PAGE, 0x400300, th, cnode, pnode, NK__ACC_READ, 0);
 		}
 		struct nk__analysis *a = analyze(&b);
 		const struct nk__an_var *v = find_var(a, "grid");
-		assert_int_equal(v->samples, NPAGES);
-		assert_int_equal(v->pages_private, NPAGES); /* one sample per page: every page looks private */
+		assert_int_equal(v->samples, SP);
+		assert_int_equal(v->pages_private, SP); /* one sample per page: every page looks private */
 		if (interleaved) {
 			assert_true(v->regularity < NK__AN_IRREGULAR);
 			assert_int_equal(v->diag, NK__DIAG_SHARING);
@@ -415,7 +495,8 @@ static void test_fine_few_small(void **state)
 		pb_sample(&b, t++, BASE + (uint64_t)(i % NPAGES) * PAGE, 1, i % 2, i % 2, i % 2, NK__ACC_READ, 0);
 	for (int i = 0; i < 5; i++)
 		pb_sample(&b, t++, BASE + 0x1000000, 2, 0, 0, 1, NK__ACC_READ, 0);
-	for (int i = 0; i < 40; i++)
+	/* half remote: 200 samples put the interval within +-10 points (40 did not) */
+	for (int i = 0; i < 200; i++)
 		pb_sample(&b, t++, BASE + 0x2000000 + (uint64_t)(i % 8) * PAGE, 3, i % 2, i % 2, 1, NK__ACC_WRITE, 0);
 	struct nk__analysis *a = analyze(&b);
 	assert_int_equal(find_var(a, "local")->diag, NK__DIAG_FINE);
@@ -425,7 +506,8 @@ static void test_fine_few_small(void **state)
 	assert_true(tiny->small);
 	assert_int_equal(tiny->diag, NK__DIAG_HOTSPOT);
 	assert_int_equal(tiny->fix, NK__FIX_LEAVE);
-	/* sorted by remote accesses: tiny (20 remote) first, rare (5) next */
+	assert_non_null(strstr(find_var(a, "rare")->explain, "5 samples in 5 clusters"));
+	/* sorted by remote accesses: tiny (100 remote) first, rare (5) next */
 	assert_string_equal(a->vars[0].name, "tiny");
 	assert_string_equal(a->vars[1].name, "rare");
 	nk__analysis_free(a);
@@ -1059,6 +1141,8 @@ static void test_demo_report(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_interval),
+		cmocka_unit_test(test_interval_clusters),
 		cmocka_unit_test(test_hotspot),
 		cmocka_unit_test(test_partition_mismatch),
 		cmocka_unit_test(test_mismatch_after_parallel_init),

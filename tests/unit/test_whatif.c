@@ -98,7 +98,7 @@ static struct nk__nkp_sample *pb_sample(struct pbuild *b, uint64_t t, uint64_t a
 	*s = (struct nk__nkp_sample){ .time_ns = t, .addr = addr, .ip = 0x400100, .tid = 1000 + (uint32_t)thread,
 				      .weight = 1, .cpu = (int16_t)cpu_node, .cpu_node = (int16_t)cpu_node,
 				      .page_node = (int16_t)page_node, .access = NK__ACC_READ, .phase = phase,
-				      .sampler = NK__SAMPLER_PAGEFAULT, .flags = (uint8_t)flags };
+				      .sampler = NK__SAMPLER_TRACE, .flags = (uint8_t)flags };
 	b->p.n_samples++;
 	return s;
 }
