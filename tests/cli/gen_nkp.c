@@ -4,8 +4,10 @@
  *   nk_gen_nkp DIR
  *       writes DIR/hotspot.nkp, onethread.nkp, incomplete.nkp (a process
  *       killed: END "complete": false), truncated.nkp (no TRAILER),
- *       corrupt.nkp (bad magic) and advise.nkp (one variable per rule of
- *       `numakit advise`) with the profile writer (nk__nkp_write).
+ *       corrupt.nkp (bad magic), advise.nkp (one variable per rule of
+ *       `numakit advise`) and dropped.nkp (hotspot's, its budget spent:
+ *       samples dropped, so it does not cover the run) with the profile
+ *       writer (nk__nkp_write).
  *   nk_gen_nkp --golden NAME FORMAT
  *       prints what `numakit report [--json] NAME.nkp` must print, in the
  *       golden file layout of run_golden.py, computed from the same profile
@@ -31,6 +33,7 @@ struct gen {
 	struct nk__nkp_profile p;
 	struct nk__nkp_process_data pd;
 	size_t cap;
+	uint64_t dropped; /* END: samples dropped because the budget was spent (dropped.nkp) */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -71,7 +74,7 @@ static void init(struct gen *g, int threads, int complete)
 				  "\"/nonexistent/solver\", \"sampler\": \"pagefault\", \"rate\": 1000, \"page_size\": "
 				  "4096, \"min_size\": 4096, \"start_unix_ns\": 0}");
 	g->pd.end_json = xstrdup(complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, "
-					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 3, \"faults\": 0}"
+					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 0, \"faults\": 0}"
 					  : "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, "
 					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 0, \"faults\": 0}");
 	g->pd.complete = complete;
@@ -240,10 +243,13 @@ static void finish(struct gen *g)
 	g->p.run_json = xstrdup(buf);
 	snprintf(buf, sizeof(buf),
 		 g->pd.complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, \"time_ns\": "
-				  "2500000000, \"samples\": %zu, \"dropped\": 3, \"faults\": %zu}"
+				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}"
 				: "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, \"time_ns\": "
-				  "2500000000, \"samples\": %zu, \"dropped\": 0, \"faults\": %zu}",
-		 g->pd.n_samples, g->pd.n_samples);
+				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}",
+		 g->pd.n_samples, (unsigned long long)g->dropped, g->pd.n_samples, (unsigned long long)g->dropped,
+		 g->dropped ? 410000000ull : 0ull, g->pd.n_samples);
 	free(g->pd.end_json);
 	g->pd.end_json = xstrdup(buf);
 }
@@ -258,6 +264,10 @@ static void build(struct gen *g, const char *what)
 		build_onethread(g);
 	else if (!strcmp(what, "advise"))
 		build_advise(g);
+	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
+		build_hotspot(g, 1);
+		g->dropped = 33600000;
+	}
 	else {
 		fprintf(stderr, "nk_gen_nkp: unknown profile %s\n", what);
 		exit(2);
@@ -376,8 +386,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char path[4096];
-	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise" };
-	for (int i = 0; i < 4; i++) {
+	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise", "dropped" };
+	for (int i = 0; i < 5; i++) {
 		build(&g, names[i]);
 		snprintf(path, sizeof(path), "%s/%s.nkp", argv[1], names[i]);
 		write_profile(&g, path, 0);
