@@ -39,9 +39,9 @@
  *                     (bytes, default 65536)
  *   NK_PROF_ROI       1: start paused until nk_profile_start()
  *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi),
- *                     spread over the run by halving the sampling rate in
- *                     stages (src/profile/budget.h); beyond it samples are
- *                     counted as dropped
+ *                     spread over the run (src/profile/budget.h: the trace
+ *                     period grows, the pagefault rate halves); beyond it
+ *                     samples are counted as dropped
  *   NK_PROF_SEED      seed of the sampler's random choices (default from time)
  *
  * Everything reached from a signal handler is marked AS-safe.

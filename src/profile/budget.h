@@ -15,7 +15,7 @@
  * rate 1 reaches 46 M accesses with one sample left, and the held-out program
  * of issue 13 made 38 M; harmonic thresholds, stage k spending
  * B / ((k+1)(k+2)), gave the last quarter of a run 600 times the budget 85
- * samples of 65536, this rule about 4000.)
+ * samples of 65536, this rule 764: unit.budget.)
  *
  * Every sample carries the period it was drawn with as its weight, so
  * weighted counts stay unbiased however the period moves (Wald: each gap
