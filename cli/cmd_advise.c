@@ -18,7 +18,7 @@
 
 const char cli_advise_usage[] =
 	"usage: numakit advise [-o PLAN.json] [--machine FILE] [--min-size SIZE]\n"
-	"                      [--no-pages] [--no-pin] [--no-phases] PROFILE.nkp...\n"
+	"                      [--no-pages] [--no-pin] [--no-phases] [--force] PROFILE.nkp...\n"
 	"       numakit advise --check PLAN.json [--machine FILE]\n"
 	"       numakit advise --source FILE.c [--json] [-o PATCH] [--min-size SIZE]\n"
 	"                      [--machine FILE] [-- CLANG_ARGS...]\n"
@@ -50,6 +50,9 @@ const char cli_advise_usage[] =
 	"  --no-pages         never per-page placement (\"pages\" entries)\n"
 	"  --no-pin           no thread pinning in the plan\n"
 	"  --no-phases        one policy per variable, no changes between phases\n"
+	"  --force            decide also from a profile that does not cover the whole\n"
+	"                     run (samples dropped, a process killed), which is refused\n"
+	"                     otherwise; the plan's warnings then say so\n"
 	"  --check PLAN.json  validate a plan for this machine (or --machine's):\n"
 	"                     prints OK, or exactly what is wrong\n"
 	"  --source FILE.c    read an OpenMP C program instead (libclang): its global,\n"
@@ -66,7 +69,8 @@ const char cli_advise_usage[] =
 	"Exit status: 0 success (the plan is OK); 1 runtime failure, or the plan\n"
 	"given to --check is not valid for the machine; 2 bad usage or bad input\n"
 	"(missing or corrupt profile, plan file or machine file; a profile with too\n"
-	"few samples to decide anything; a source file that is missing or does not\n"
+	"few samples to decide anything, or one that does not cover the whole run\n"
+	"without --force; a source file that is missing or does not\n"
 	"parse, or numakit built without libclang).\n"
 	"See numakit-advise(1).\n";
 
@@ -342,7 +346,8 @@ out:
 
 int cli_cmd_advise(int argc, char **argv)
 {
-	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK, OPT_SOURCE, OPT_JSON };
+	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK, OPT_SOURCE, OPT_JSON,
+	       OPT_FORCE };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "machine", required_argument, NULL, OPT_MACHINE },
@@ -350,6 +355,7 @@ int cli_cmd_advise(int argc, char **argv)
 		{ "no-pages", no_argument, NULL, OPT_NO_PAGES },
 		{ "no-pin", no_argument, NULL, OPT_NO_PIN },
 		{ "no-phases", no_argument, NULL, OPT_NO_PHASES },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "check", required_argument, NULL, OPT_CHECK },
 		{ "source", required_argument, NULL, OPT_SOURCE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -397,6 +403,10 @@ int cli_cmd_advise(int argc, char **argv)
 		case OPT_NO_PHASES:
 			o.no_phases = 1;
 			advise_only = profile_only = "--no-phases";
+			break;
+		case OPT_FORCE:
+			o.force = 1;
+			advise_only = profile_only = "--force";
 			break;
 		case OPT_CHECK:
 			check = optarg;
@@ -457,6 +467,17 @@ int cli_cmd_advise(int argc, char **argv)
 		nk_machine_free(m);
 		return code_exit(rc);
 	}
+	int complete = 1;
+	char *why = NULL;
+	if (!o.force && !nk_profile_coverage(p, &complete, &why, NULL) && !complete) {
+		cli_error("advise", "%s: the profile does not cover the whole run (%s): refusing to decide from it; "
+			  "profile again (a larger NK_PROF_BUDGET, a lower --rate) or use --force", path, why);
+		free(why);
+		nk_profile_free(p);
+		nk_machine_free(m);
+		return CLI_EXIT_USAGE;
+	}
+	free(why);
 	rc = nk_profile_advise(p, m, &o, &a, &err);
 	nk_profile_free(p);
 	nk_machine_free(m);

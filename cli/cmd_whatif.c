@@ -14,7 +14,7 @@
 
 const char cli_whatif_usage[] =
 	"usage: numakit whatif PROFILE.nkp... [--plan PLAN.json] [--policy VAR=POLICY ...]\n"
-	"                      [--machine FILE | --synthetic DESC] [--json]\n"
+	"                      [--machine FILE | --synthetic DESC] [--json] [--force]\n"
 	"\n"
 	"Predict what a placement plan would do to the run a profile recorded: per\n"
 	"variable and overall, the remote-access fraction and an estimated memory-stall\n"
@@ -35,12 +35,15 @@ const char cli_whatif_usage[] =
 	"                    `numakit bench --save`) instead of the profiled one\n"
 	"  --synthetic DESC  predict for a synthetic machine (numakit-topo(1))\n"
 	"  --json            print JSON (format numakit-whatif) instead of text\n"
+	"  --force           predict also from a profile that does not cover the whole\n"
+	"                    run (samples dropped, a process killed), which is refused\n"
+	"                    otherwise (a warning on stderr then says so)\n"
 	"  -h, --help        show this help\n"
 	"\n"
 	"At least one of --plan and --policy is needed.\n"
 	"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad input (missing\n"
 	"or corrupt profile or plan, unknown variable, bad policy, a node or cpu the\n"
-	"machine lacks).\n"
+	"machine lacks, a profile that does not cover the whole run without --force).\n"
 	"See numakit-whatif(1).\n";
 
 static int code_exit(int rc)
@@ -68,6 +71,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		{ "machine", required_argument, NULL, 'm' },
 		{ "synthetic", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -75,7 +79,8 @@ int cli_cmd_whatif(int argc, char **argv)
 	const char *plan_path = NULL;
 	char **policies = NULL;
 	size_t n_policies = 0;
-	int json = 0, c, rc, status = CLI_EXIT_FAIL;
+	int json = 0, force = 0, complete = 1, c, rc, status = CLI_EXIT_FAIL;
+	char *why = NULL;
 	nk_profile *p = NULL;
 	nk_advice *a = NULL;
 	nk_machine *m = NULL;
@@ -99,6 +104,9 @@ int cli_cmd_whatif(int argc, char **argv)
 			break;
 		case 'P':
 			policies[n_policies++] = optarg;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 'm':
 			if ((rc = cli_source_set(&src, "whatif", NK_SOURCE_FILE, "--machine", optarg))) {
@@ -149,6 +157,17 @@ int cli_cmd_whatif(int argc, char **argv)
 		status = code_exit(rc);
 		goto out;
 	}
+	const char *path = argc - optind > 1 ? "the profiles" : argv[optind];
+	if (!nk_profile_coverage(p, &complete, &why, NULL) && !complete) {
+		if (!force) {
+			cli_error("whatif", "%s: the profile does not cover the whole run (%s): refusing to predict from "
+				  "it; profile again (a larger NK_PROF_BUDGET, a lower --rate) or use --force", path, why);
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
+		fprintf(stderr, "numakit whatif: warning: %s does not cover the whole run (%s): predicting from it "
+			"anyway (--force)\n", path, why);
+	}
 	rc = plan_path ? nk_advice_load(plan_path, &a, &err) : nk_advice_create(&a);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
@@ -184,6 +203,7 @@ int cli_cmd_whatif(int argc, char **argv)
 	fputs(text, stdout);
 	status = cli_finish_stdout("whatif", CLI_EXIT_OK);
 out:
+	free(why);
 	free(text);
 	nk_machine_free(m);
 	nk_advice_free(a);

@@ -1564,6 +1564,17 @@ NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_err
  */
 NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
 
+/**
+ * Whether the samples of @p p cover the whole run: *complete is 1, or 0 when
+ * a process did not close its profile (killed) or samples were dropped (the
+ * sample budget spent, the runtime's ring full), which leaves part of the run
+ * unsampled or under-sampled.  @p why may be NULL; else *why is NULL when
+ * complete, or the reasons, malloc'ed, one line each ("process 4242: 3
+ * samples dropped"), separated by "; " (free() it).  The report says the same
+ * (docs/report.md, "Coverage").  Errors: NK_EINVAL, NK_ENOMEM.
+ */
+NK_API int nk_profile_coverage(const nk_profile *p, int *complete, char **why, nk_error *err);
+
 /* ============================================================ automatic placement
  * profile -> plan -> prediction -> run (docs/plan.md).  A placement plan
  * ("plan.json", format "numakit-plan") names variables by a key stable across
@@ -1583,14 +1594,17 @@ typedef struct nk_advise_opts {
 	int no_pages;       /**< 1: never per-page placement entries */
 	int no_pin;         /**< 1: no thread pinning in the plan */
 	int no_phases;      /**< 1: one policy per variable, no phase changes */
-	int reserved[5];    /**< must be 0 */
+	int force;          /**< 1: advise also from a profile that does not cover the whole run (the plan says so) */
+	int reserved[4];    /**< must be 0 */
 } nk_advise_opts;
 
 /**
  * Advise a plan from the analysis of @p p for machine @p m (NULL: the
- * machine the profile was taken on).  Errors: NK_EINVAL, NK_ENODATA (no
- * variable had enough samples to decide anything: the plan would be empty),
- * NK_ENOMEM.
+ * machine the profile was taken on).  A profile that does not cover the
+ * whole run (nk_profile_coverage()) is refused unless @p o->force; with it,
+ * the plan's warnings say so.  Errors: NK_EINVAL, NK_ENODATA (no variable had
+ * enough samples to decide anything: the plan would be empty; or the profile
+ * does not cover the run, the message says why), NK_ENOMEM.
  */
 NK_API int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_opts *o, nk_advice **out,
 			     nk_error *err);

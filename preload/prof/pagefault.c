@@ -1130,12 +1130,14 @@ static void pf_rearm(uint64_t now)
 static unsigned pf_target(unsigned groups, uint64_t dt_ns, uint64_t samples, uint64_t cost_ns)
 {
 	double limit = (double)(PF_MAX_OUT / 2 / PF_GROUP), t;
+	/* Halved each time half of the budget left is used (src/profile/budget.h): the budget lasts the run. */
+	double rate = nkp.rate / (double)(1ull << (nkp_budget_halvings() & 63));
 
 	if (!groups || !dt_ns) {
-		t = nkp.rate * 0.2 / PF_GROUP; /* a fifth of a second's samples if each page is visited once */
+		t = rate * 0.2 / PF_GROUP; /* a fifth of a second's samples if each page is visited once */
 	} else {
 		double dt = (double)dt_ns / 1e9, per = (double)samples / dt / (double)groups;
-		t = per > 0 ? nkp.rate / per : limit;
+		t = per > 0 ? rate / per : limit;
 		if (t > 4.0 * groups)
 			t = 4.0 * groups;
 		double frac = (double)cost_ns / (double)dt_ns;

@@ -38,8 +38,10 @@
  *   NK_PROF_MIN_SIZE  allocations smaller than this are not tracked
  *                     (bytes, default 65536)
  *   NK_PROF_ROI       1: start paused until nk_profile_start()
- *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi);
- *                     beyond it samples are counted as dropped
+ *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi),
+ *                     spread over the run (src/profile/budget.h: the trace
+ *                     period grows, the pagefault rate halves); beyond it
+ *                     samples are counted as dropped
  *   NK_PROF_SEED      seed of the sampler's random choices (default from time)
  *
  * Everything reached from a signal handler is marked AS-safe.
@@ -86,6 +88,14 @@ void nkp_emit(const struct nk__nkp_sample *s);
  * the fractions.  AS-safe (nanosleep).
  */
 void nkp_emit_wait(const struct nk__nkp_sample *s);
+/**
+ * The sample budget spread over the run (src/profile/budget.h).  nkp_budget_period: the trace sampler's period
+ * now, from its first period @p p0 (it grows with the accesses sampled so far over the budget left).
+ * nkp_budget_halvings: how many times the pagefault sampler's target rate is halved now (once per half of
+ * the budget left used).  AS-safe, relaxed loads.
+ */
+uint64_t nkp_budget_period(uint64_t p0);
+uint32_t nkp_budget_halvings(void);
 /** Append one record to the part file (serialised by a lock; not AS-safe). */
 int nkp_record(uint32_t type, const void *a, size_t alen, const void *b, size_t blen);
 /** Re-entrancy guard of the interposers: nonzero while the runtime itself is inside malloc & co. */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "prof.h"
+#include "profile/budget.h"
 #include "util/list.h"
 
 #define NKP_EXPORT __attribute__((visibility("default")))
@@ -67,6 +68,11 @@ static pid_t part_pid; /* the process the open part belongs to: a vfork child mu
 static char part_dir[PATH_MAX];
 static char part_path[PATH_MAX];
 static _Atomic uint64_t n_samples, n_dropped;
+/* The accesses the samples kept stand for (their weights: the trace sampler's period follows it, see
+ * src/profile/budget.h), the samples dropped because the budget was spent (the rest of n_dropped found the
+ * ring full) and when that began. */
+static _Atomic uint64_t n_weighted;
+static _Atomic uint64_t n_budget_dropped, budget_spent_ns;
 /* fork()s and vfork children's execs of this process: its END record says how many, so that `numakit
  * profile` waits for children's parts only when there can be any */
 static _Atomic uint64_t n_forks;
@@ -249,11 +255,16 @@ static void emit(const struct nk__nkp_sample *s, int wait)
 {
 	if (!nkp.active || closed)
 		return;
-	if (atomic_fetch_add(&n_samples, 1) >= nkp.budget) {
+	uint64_t used = atomic_fetch_add(&n_samples, 1);
+	if (used >= nkp.budget) {
+		uint64_t never = 0;
 		atomic_fetch_sub(&n_samples, 1);
 		atomic_fetch_add(&n_dropped, 1);
+		if (!atomic_fetch_add(&n_budget_dropped, 1))
+			atomic_compare_exchange_strong(&budget_spent_ns, &never, nkp_now() | 1);
 		return;
 	}
+	atomic_fetch_add_explicit(&n_weighted, s->weight ? s->weight : 1, memory_order_relaxed);
 	/* Waiting: 100 us naps until the flusher made room, at most EMIT_WAIT_NS, and never inside the
 	 * runtime (a signal handler may have interrupted this thread while it held the writer lock the
 	 * flusher needs).  A wait that ran out stops the others until the flusher drains again. */
@@ -262,12 +273,24 @@ static void emit(const struct nk__nkp_sample *s, int wait)
 			atomic_store_explicit(&emit_stuck, 1, memory_order_relaxed);
 		if (!wait || busy || closed || atomic_load_explicit(&emit_stuck, memory_order_relaxed)) {
 			atomic_fetch_sub(&n_samples, 1);
+			atomic_fetch_sub_explicit(&n_weighted, s->weight ? s->weight : 1, memory_order_relaxed);
 			atomic_fetch_add(&n_dropped, 1);
 			return;
 		}
 		struct timespec ts = { 0, 100000L };
 		nanosleep(&ts, NULL);
 	}
+}
+
+uint64_t nkp_budget_period(uint64_t p0)
+{
+	return nk__budget_period(p0, nkp.budget, atomic_load_explicit(&n_samples, memory_order_relaxed),
+				 atomic_load_explicit(&n_weighted, memory_order_relaxed));
+}
+
+uint32_t nkp_budget_halvings(void)
+{
+	return nk__budget_halvings(nkp.budget, atomic_load_explicit(&n_samples, memory_order_relaxed));
 }
 
 void nkp_emit(const struct nk__nkp_sample *s)
@@ -638,6 +661,14 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, atomic_load(&n_samples));
 	str_to(&p, ", \"dropped\": ");
 	u64_to(&p, atomic_load(&n_dropped));
+	str_to(&p, ", \"budget\": ");
+	u64_to(&p, nkp.budget);
+	str_to(&p, ", \"budget_halvings\": ");
+	u64_to(&p, nkp_budget_halvings());
+	str_to(&p, ", \"budget_dropped\": ");
+	u64_to(&p, atomic_load(&n_budget_dropped));
+	str_to(&p, ", \"budget_spent_ns\": ");
+	u64_to(&p, atomic_load(&budget_spent_ns));
 	str_to(&p, ", \"threads\": ");
 	u64_to(&p, (uint64_t)atomic_load(&thread_index) + 1);
 	str_to(&p, ", \"forks\": ");
@@ -993,6 +1024,9 @@ static void fork_child(void)
 	ring_reset();
 	atomic_store(&n_samples, 0);
 	atomic_store(&n_dropped, 0);
+	atomic_store(&n_weighted, 0);
+	atomic_store(&n_budget_dropped, 0);
+	atomic_store(&budget_spent_ns, 0);
 	atomic_store(&thread_index, 0);
 	atomic_store(&exit_status, -1);
 	wr_lock();

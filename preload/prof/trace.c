@@ -11,9 +11,13 @@
  * Hot path: every instrumented load and store of the program comes here, so
  * the common case is a thread-local slot pointer, two increments and a
  * branch: the slot counts loads and stores exactly and a countdown says
- * when the next access is recorded (one in RATE on average; the period is
- * drawn uniformly from [1, 2 RATE - 1] so that a loop whose accesses repeat
- * with the period cannot alias with it).  No locks, no allocation, no
+ * when the next access is recorded (one in P on average; the countdown is
+ * drawn uniformly from [1, 2 P - 1] so that a loop whose accesses repeat
+ * with the period cannot alias with it).  P starts at RATE and grows with
+ * the accesses sampled so far over the budget left (src/profile/budget.h),
+ * so that the budget lasts the whole run; each sample's weight is the P its
+ * countdown was drawn with, so weighted counts stay unbiased.  Reading P
+ * costs the slow path two relaxed loads of the runtime's counters.  No locks, no allocation, no
  * recursion (the runtime and libc are not instrumented, and a signal
  * handler of the program that interrupts the slow path only counts).
  *
@@ -49,6 +53,7 @@
 #include <unistd.h>
 
 #include "prof.h"
+#include "profile/budget.h"
 
 #define NSLOTS 1024
 #define QUERY_BATCH 64
@@ -68,6 +73,7 @@ struct slot {
 	uint32_t tid;
 	uint32_t busy;  /* inside the slow path (a signal handler re-entered) */
 	uint64_t rng;
+	uint64_t period; /* the mean the countdown in `left` was drawn with: the next sample's weight */
 	uint64_t slow;  /* slow paths taken */
 	uint64_t recorded;
 	uint64_t outside; /* recorded accesses outside tracked ranges (not emitted) */
@@ -95,7 +101,7 @@ static _Atomic int tr_ran;            /* nkp_trace_start was called in this proc
 static _Atomic int tr_noquery;        /* move_pages unavailable (no NUMA in the kernel): page_node -1 */
 static _Atomic uint32_t tr_epoch = 1; /* cache generation, 12 bits used */
 static _Atomic uint64_t tr_next_refresh;
-static uint64_t tr_period = 1;         /* RATE */
+static uint64_t tr_period = 1;         /* RATE: the period of the budget's first stage */
 static _Atomic uint64_t cache[1u << CACHE_BITS];
 
 #pragma weak nkp_tracked_generation
@@ -227,11 +233,15 @@ static inline uint64_t xorshift(uint64_t *x)
 	return *x = v;
 }
 
+/* The period of the budget's current stage, remembered as the next sample's weight, and a countdown drawn with it. */
 static inline uint64_t next_period(struct slot *s)
 {
-	if (tr_period <= 1)
+	uint64_t p = nkp_budget_period(tr_period);
+
+	s->period = p;
+	if (p <= 1)
 		return 1;
-	return 1 + xorshift(&s->rng) % (2 * tr_period - 1);
+	return 1 + xorshift(&s->rng) % (2 * p - 1);
 }
 
 static struct slot *claim_slot(void)
@@ -314,7 +324,7 @@ static int tracked(struct slot *s, uintptr_t addr, uintptr_t page)
 	return hit;
 }
 
-static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
+static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip, uint64_t weight)
 {
 	uintptr_t page = addr & ~((uintptr_t)nkp.page_size - 1);
 
@@ -339,7 +349,7 @@ static void record(struct slot *s, uintptr_t addr, int kind, uintptr_t ip)
 		.addr = addr,
 		.ip = ip,
 		.tid = s->tid,
-		.weight = (uint32_t)(tr_period > UINT32_MAX ? UINT32_MAX : tr_period),
+		.weight = (uint32_t)(weight > UINT32_MAX ? UINT32_MAX : weight),
 		.cpu = -1,
 		.cpu_node = -1,
 		.page_node = -1,
@@ -396,11 +406,12 @@ static __attribute__((noinline)) void slow_path(struct slot *s, uintptr_t addr, 
 	}
 	s->busy = 1;
 	s->slow++;
+	uint64_t weight = s->period; /* the countdown that ended here */
 	s->left = next_period(s);
 	if (atomic_load_explicit(&tr_on, memory_order_relaxed)) {
 		maybe_refresh(s);
 		if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
-			record(s, addr, kind, ip);
+			record(s, addr, kind, ip, weight);
 	} else {
 		s->left = UINT64_MAX; /* stopped: keep counting, never come back */
 	}
@@ -578,8 +589,11 @@ size_t nkp_trace_end_json(char *buf, size_t cap)
 		miss += s->cache_miss;
 		ft += s->first_touch;
 	}
+	uint64_t period = nkp_budget_period(tr_period);
 	put(&o, "\"trace\": {\"rate\": ");
 	put_u(&o, tr_period);
+	put_kv(&o, "period", period);
+	put_kv(&o, "doublings", nk__budget_doublings(tr_period, period));
 	put_kv(&o, "loads", tot[LD]);
 	put_kv(&o, "stores", tot[ST]);
 	put_kv(&o, "slow_paths", slow);

@@ -1210,6 +1210,15 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 	for (size_t i = 0; i < sizeof o->reserved / sizeof *o->reserved; i++)
 		if (o->reserved[i])
 			return nk__error(err, NK_EINVAL, "nk_profile_advise: reserved option fields must be 0");
+	if (!a->covered && !o->force) {
+		char *why = NULL;
+		if (nk__coverage_text(a, &why))
+			return nk__error(err, NK_ENOMEM, "out of memory");
+		rc = nk__error(err, NK_ENODATA, "the profile does not cover the whole run (%s): no plan decided from it "
+			       "unless forced", why);
+		free(why);
+		return rc;
+	}
 	memset(&c, 0, sizeof(c));
 	c.a = a;
 	c.o = o;
@@ -1249,6 +1258,18 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 		goto out;
 	}
 	rc = advise(&c, plan, err);
+	if (!rc && !a->covered) {
+		/* forced: the plan's evidence came from part of the run only, and says so */
+		char *why = NULL, *msg = NULL;
+		if (nk__coverage_text(a, &why) ||
+		    asprintf(&msg, "decided with --force from a profile that does not cover the whole run: %s", why) < 0)
+			msg = NULL;
+		rc = msg ? nk__aplan_warn(plan, msg) : NK_ENOMEM;
+		if (rc)
+			rc = nk__error(err, rc, "out of memory");
+		free(why);
+		free(msg);
+	}
 out:
 	free(c.map);
 	free(c.mem);

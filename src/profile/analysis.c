@@ -729,6 +729,64 @@ static int setup_runs(struct ctx *c)
 	return 0;
 }
 
+static int coverage_reason(struct nk__analysis *a, char *text)
+{
+	char **r = text ? realloc(a->coverage_reasons, (a->n_coverage_reasons + 1) * sizeof(*r)) : NULL;
+	if (!r) {
+		free(text);
+		return NK_ENOMEM;
+	}
+	a->coverage_reasons = r;
+	r[a->n_coverage_reasons++] = text;
+	a->covered = 0;
+	return 0;
+}
+
+/*
+ * Does process @p pd's part cover its run?  Not when it was not closed (killed: its samples end wherever it
+ * died) or when samples were dropped: spent budget drops the end of the run, a full ring drops bursts (a
+ * parallel phase), either biases every fraction.  The time the budget ran out is said when END has it.
+ */
+static int coverage_of(struct nk__analysis *a, const struct nk__nkp_process_data *pd, json_t *end, uint64_t dropped)
+{
+	uint64_t budget = 0, bdropped = 0, spent = 0, t_end = 0;
+	if (!pd->complete) {
+		a->procs_incomplete++;
+		if (coverage_reason(a, xprintf("process %u did not finish its profile (killed?): its samples end where "
+					       "it stopped", pd->info.pid)))
+			return NK_ENOMEM;
+	}
+	if (!dropped)
+		return 0;
+	a->dropped += dropped;
+	if (end) {
+		json_u64(end, "budget", &budget);
+		json_u64(end, "budget_dropped", &bdropped);
+		json_u64(end, "budget_spent_ns", &spent);
+		json_u64(end, "time_ns", &t_end);
+	}
+	if (bdropped > dropped)
+		bdropped = dropped;
+	a->budget_dropped += bdropped;
+	char *text;
+	if (bdropped && spent && t_end >= spent)
+		text = xprintf("process %u: sample budget (%llu) spent at %.2f s of %.2f s: %llu samples dropped",
+			       pd->info.pid, (unsigned long long)budget, (double)spent / 1e9, (double)t_end / 1e9,
+			       (unsigned long long)bdropped);
+	else if (bdropped)
+		text = xprintf("process %u: sample budget (%llu) spent: %llu samples dropped", pd->info.pid,
+			       (unsigned long long)budget, (unsigned long long)bdropped);
+	else
+		text = xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped);
+	if (coverage_reason(a, text))
+		return NK_ENOMEM;
+	if (bdropped && bdropped < dropped &&
+	    coverage_reason(a, xprintf("process %u: %llu samples dropped with the ring full", pd->info.pid,
+				       (unsigned long long)(dropped - bdropped))))
+		return NK_ENOMEM;
+	return 0;
+}
+
 static int read_header(struct ctx *c)
 {
 	struct nk__analysis *a = c->a;
@@ -754,6 +812,7 @@ static int read_header(struct ctx *c)
 		return NK_ENOMEM;
 	if (read_runs(c))
 		return NK_ENOMEM;
+	a->covered = 1;
 	for (size_t i = 0; i < c->p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &c->p->procs[i];
 		if (!pd->complete && warn(a, xprintf("process %u did not finish its profile (killed?): its data is "
@@ -766,7 +825,10 @@ static int read_header(struct ctx *c)
 			json_decref(end);
 			return NK_ENOMEM;
 		}
+		int rc = coverage_of(a, pd, json_is_object(end) ? end : NULL, dropped);
 		json_decref(end);
+		if (rc)
+			return rc;
 		nk__symtab *s = c->syms ? c->syms[i] : NULL;
 		const char *sw = s ? c->ops->warnings(s) : "";
 		if (sw && *sw && warn(a, xprintf("process %u: %s", pd->info.pid, sw)))
@@ -2123,6 +2185,9 @@ void nk__analysis_free(struct nk__analysis *a)
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);
+	for (size_t i = 0; i < a->n_coverage_reasons; i++)
+		free(a->coverage_reasons[i]);
+	free(a->coverage_reasons);
 	free(a->program);
 	free(a->sampler);
 	free(a->node_ids);

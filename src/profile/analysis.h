@@ -202,6 +202,14 @@ struct nk__analysis {
 	char *machine_json;     /* the profile's MACHINE record (nk_machine_load_buffer), NULL none */
 	char **warnings;
 	size_t n_warnings;
+	/* Coverage (docs/report.md): whether the samples describe the whole run.  Not covered when a process did
+	 * not close its profile or dropped samples (budget spent, or the ring full); advise and whatif refuse
+	 * such a profile without --force.  Reasons are one line each, naming the process. */
+	int covered;
+	uint64_t dropped, budget_dropped; /* all processes; budget_dropped as far as END says (0 from older runtimes) */
+	size_t procs_incomplete;
+	char **coverage_reasons;
+	size_t n_coverage_reasons;
 };
 
 /**
@@ -213,6 +221,8 @@ struct nk__analysis {
 int nk__analyze(const struct nk__nkp_profile *p, const nk_machine *m, nk__symtab *const *syms,
 		struct nk__analysis **out, nk_error *err);
 void nk__analysis_free(struct nk__analysis *a);
+/** The coverage reasons of @p a joined by "; " into *why (malloc'ed, "" when covered).  0 or NK_ENOMEM. */
+int nk__coverage_text(const struct nk__analysis *a, char **why);
 
 /** The symboliser calls nk__analyze makes (tests give fakes). */
 struct nk__an_symops {

@@ -310,6 +310,14 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 {
 	char s1[64], s2[128];
 	uint64_t known = a->local + a->remote;
+	/* First, before any figure: figures of a profile that misses part of the run describe only that part. */
+	if (!a->covered) {
+		bprintf(b, "INCOMPLETE PROFILE: the samples do not cover the whole run; every figure below may describe\n"
+			   "only part of it, and numakit advise and whatif refuse it without --force.\n");
+		for (size_t i = 0; i < a->n_coverage_reasons; i++)
+			wrapped(b, 2, "- ", a->coverage_reasons[i]);
+		bprintf(b, "\n");
+	}
 	bprintf(b, "numakit report: %s\n", a->program);
 	if (a->runs > 1) { /* several runs combined: say so first, then list them */
 		bprintf(b, "%d runs combined: samples pooled, accesses are means per run, durations means\n", a->runs);
@@ -562,6 +570,15 @@ static json_t *json_report(const struct nk__analysis *a)
 	json_object_set_new(r, "program", json_string(a->program));
 	json_object_set_new(r, "sampler", json_string(a->sampler));
 	json_object_set_new(r, "wall_ns", json_integer((json_int_t)a->wall_ns));
+	json_t *cov = json_object(), *why = json_array();
+	json_object_set_new(cov, "complete", json_boolean(a->covered));
+	for (size_t i = 0; i < a->n_coverage_reasons; i++)
+		json_array_append_new(why, json_string(a->coverage_reasons[i]));
+	json_object_set_new(cov, "reasons", why);
+	json_object_set_new(cov, "dropped", json_integer((json_int_t)a->dropped));
+	json_object_set_new(cov, "budget_dropped", json_integer((json_int_t)a->budget_dropped));
+	json_object_set_new(cov, "processes_incomplete", json_integer((json_int_t)a->procs_incomplete));
+	json_object_set_new(r, "coverage", cov);
 	json_object_set_new(r, "processes", json_integer(a->n_procs));
 	if (a->runs > 1) { /* only in combined reports: a one-run report is as it always was */
 		json_t *rl = json_array();
@@ -797,7 +814,18 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		   "margin:4px 0}.muted{color:#777}\n"
 		   "</style></head><body>\n<h1>numakit report: ");
 	hesc(b, a->program);
-	bprintf(b, "</h1><div class=\"muted\">sampler ");
+	bprintf(b, "</h1>");
+	if (!a->covered) {
+		bprintf(b, "<div class=\"warn\"><b>Incomplete profile:</b> the samples do not cover the whole run; every "
+			   "figure may describe only part of it (numakit advise and whatif refuse it without --force).<ul>");
+		for (size_t i = 0; i < a->n_coverage_reasons; i++) {
+			bprintf(b, "<li>");
+			hesc(b, a->coverage_reasons[i]);
+			bprintf(b, "</li>");
+		}
+		bprintf(b, "</ul></div>\n");
+	}
+	bprintf(b, "<div class=\"muted\">sampler ");
 	hesc(b, a->sampler);
 	bprintf(b, ", %d process%s, %zu thread%s, %d node%s", a->n_procs, a->n_procs == 1 ? "" : "es", a->n_threads,
 		a->n_threads == 1 ? "" : "s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
@@ -1137,4 +1165,35 @@ int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err)
 	if (!p || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_sharing: NULL argument");
 	return nk__sharing_analysis(p->a, out, err);
+}
+
+int nk__coverage_text(const struct nk__analysis *a, char **why)
+{
+	size_t n = 1;
+	for (size_t i = 0; i < a->n_coverage_reasons; i++)
+		n += strlen(a->coverage_reasons[i]) + 2;
+	char *t = malloc(n);
+	if (!t)
+		return NK_ENOMEM;
+	t[0] = 0;
+	for (size_t i = 0; i < a->n_coverage_reasons; i++) {
+		if (i)
+			strcat(t, "; ");
+		strcat(t, a->coverage_reasons[i]);
+	}
+	*why = t;
+	return 0;
+}
+
+int nk_profile_coverage(const nk_profile *p, int *complete, char **why, nk_error *err)
+{
+	char *t = NULL;
+	if (!p || !p->a || !complete)
+		return nk__error(err, NK_EINVAL, "nk_profile_coverage: NULL argument");
+	if (why && !p->a->covered && nk__coverage_text(p->a, &t))
+		return nk__error(err, NK_ENOMEM, "out of memory");
+	*complete = p->a->covered;
+	if (why)
+		*why = t;
+	return 0;
 }

@@ -8,7 +8,9 @@
  *       `numakit advise`) with the profile writer (nk__nkp_write); and for
  *       combining runs (issue 13) hotspot-run2.nkp and advise-run2.nkp, the
  *       same runs in another process (pid 4343) with every address moved
- *       (as ASLR would), and other-program.nkp (hotspot of ./mesher).
+ *       (as ASLR would), and other-program.nkp (hotspot of ./mesher); and
+ *       dropped.nkp (hotspot's, its budget spent: samples dropped, so it
+ *       does not cover the run).
  *   nk_gen_nkp --golden NAME FORMAT
  *       prints what `numakit report [--json] NAME.nkp` must print, in the
  *       golden file layout of run_golden.py, computed from the same profile
@@ -44,6 +46,7 @@ struct gen {
 	 * honestly undecided, so the profiles meant to exercise the diagnoses are trace profiles (one
 	 * cluster per sample) and only "incomplete" keeps pagefault samples, to show the clustered case. */
 	const char *sampler;
+	uint64_t dropped; /* END: samples dropped because the budget was spent (dropped.nkp) */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -86,7 +89,7 @@ static void init(struct gen *g, int threads, int complete, const char *sampler)
 		 pid, prog, prog + 2, sampler);
 	g->pd.meta_json = xstrdup(meta);
 	g->pd.end_json = xstrdup(complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, "
-					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 3, \"faults\": 0}"
+					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 0, \"faults\": 0}"
 					  : "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, "
 					    "\"time_ns\": 2500000000, \"samples\": 0, \"dropped\": 0, \"faults\": 0}");
 	g->pd.complete = complete;
@@ -256,10 +259,13 @@ static void finish(struct gen *g)
 	g->p.run_json = xstrdup(buf);
 	snprintf(buf, sizeof(buf),
 		 g->pd.complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, \"time_ns\": "
-				  "2500000000, \"samples\": %zu, \"dropped\": 3, \"faults\": %zu}"
+				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}"
 				: "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, \"time_ns\": "
-				  "2500000000, \"samples\": %zu, \"dropped\": 0, \"faults\": %zu}",
-		 g->pd.n_samples, g->pd.n_samples);
+				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}",
+		 g->pd.n_samples, (unsigned long long)g->dropped, g->pd.n_samples, (unsigned long long)g->dropped,
+		 g->dropped ? 410000000ull : 0ull, g->pd.n_samples);
 	free(g->pd.end_json);
 	g->pd.end_json = xstrdup(buf);
 }
@@ -274,6 +280,10 @@ static void build(struct gen *g, const char *what)
 		build_onethread(g);
 	else if (!strcmp(what, "advise"))
 		build_advise(g);
+	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
+		build_hotspot(g, 1);
+		g->dropped = 33600000;
+	}
 	else {
 		fprintf(stderr, "nk_gen_nkp: unknown profile %s\n", what);
 		exit(2);
@@ -392,8 +402,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char path[4096];
-	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise" };
-	for (int i = 0; i < 4; i++) {
+	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise", "dropped" };
+	for (int i = 0; i < 5; i++) {
 		build(&g, names[i]);
 		snprintf(path, sizeof(path), "%s/%s.nkp", argv[1], names[i]);
 		write_profile(&g, path, 0);

@@ -66,6 +66,12 @@ void nkp_emit(const struct nk__nkp_sample *s)
 	}
 }
 
+static uint32_t stage; /* nkp_budget_period() is p0 2^stage: the test sets it */
+uint64_t nkp_budget_period(uint64_t p0)
+{
+	return p0 << stage;
+}
+
 static unsigned n_waited; /* samples that came through nkp_emit_wait */
 void nkp_emit_wait(const struct nk__nkp_sample *s)
 {
@@ -104,6 +110,7 @@ static void reset(double rate)
 {
 	nkp_trace_stop();
 	n_got = 0;
+	stage = 0;
 	nkp.active = 1;
 	nkp.sampler = NK__SAMPLER_TRACE;
 	nkp.rate = rate;
@@ -250,6 +257,50 @@ static void test_rate(void **state)
 	json_decref(t);
 }
 
+/*
+ * The budget (src/profile/budget.h) makes the period grow: a countdown drawn before a change keeps its
+ * period as its sample's weight, later ones have the new one, and the weights still add up to the accesses.
+ */
+static void test_stages(void **state)
+{
+	stage = 0;
+	reset(4);
+	size_t n = words(), rounds = 16, acc[2] = { 0, 0 };
+	uint64_t wsum[2] = { 0, 0 };
+	size_t split = 0;
+	memset(region, 1, (size_t)PAGES * (size_t)nkp.page_size); /* no first touches: samples in access order */
+	for (size_t r = 0; r < rounds; r++) {
+		if (r == rounds / 4) {
+			stage = 3; /* period 32 from the next countdown on */
+			split = n_got;
+		}
+		for (size_t i = 2; i < n; i++) {
+			__sanitizer_cov_load8(&region[i]);
+			acc[r >= rounds / 4]++;
+		}
+	}
+	nkp_trace_stop();
+	for (size_t i = 0; i < n_got; i++) {
+		uint32_t w = got[i].weight;
+		if (i < split)
+			assert_int_equal(w, 4);
+		else if (i == split)
+			assert_true(w == 4 || w == 32); /* the countdown drawn before the change */
+		else
+			assert_int_equal(w, 32);
+		wsum[i >= split] += w;
+	}
+	/* each part's weights estimate its accesses (the countdown across the change counts in the first) */
+	for (int k = 0; k < 2; k++)
+		assert_true(wsum[k] > 0.9 * (double)acc[k] && wsum[k] < 1.1 * (double)acc[k]);
+	json_t *t = end_json(4096);
+	assert_int_equal(jget(t, "rate"), 4);
+	assert_int_equal(jget(t, "period"), 32);
+	assert_int_equal(jget(t, "doublings"), 3);
+	json_decref(t);
+	stage = 0;
+}
+
 static void test_paused(void **state)
 {
 	reset(1);
@@ -382,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_inactive),
 		cmocka_unit_test(test_every_access),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_stages),
 		cmocka_unit_test(test_paused),
 		cmocka_unit_test(test_caches),
 		cmocka_unit_test(test_zero_page),
