@@ -1455,7 +1455,7 @@ NK_API int nk_profile_name(const void *addr, size_t len, const char *name);
 
 /** Samplers of nk_profile_run(). */
 enum nk_sampler {
-	NK_SAMPLER_AUTO = 0,      /**< hw when the machine has precise memory sampling, else timer (pagefault in builds without it) */
+	NK_SAMPLER_AUTO = 0,      /**< hw when the machine has precise memory sampling, else pagefault */
 	NK_SAMPLER_HW = 1,        /**< perf_event_open: Intel PEBS load latency / stores, AMD IBS op */
 	NK_SAMPLER_PAGEFAULT = 2, /**< software: access revoked on random pages, faults are samples */
 	NK_SAMPLER_TRACE = 3,     /**< every access of a program built with `numakit cc` (ground truth) */

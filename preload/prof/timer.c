@@ -23,14 +23,12 @@
  * spent at instructions accessing it, each access of an instruction
  * counted (a load and a store of `add [m], r` both).  Nothing in this
  * depends on how fast the program runs: a program twice as fast gives half
- * the samples with the same shares.  Where every instruction takes the same
- * time (a guest whose clock QEMU ties to instructions with -icount) the
- * shares are shares of accesses, as the trace sampler counts them; on real
- * hardware an access that waits longer (a remote miss) weighs more, as
- * latency-weighted hardware sampling does.  Under QEMU's TCG without
- * -icount, interrupts are taken only between translated blocks, so the
- * interrupted instruction is always the first of a block: a bias the
- * sampler cannot see (docs/profile.md).
+ * the samples with the same shares.  On real hardware an access that waits
+ * longer (a remote miss) weighs more, as latency-weighted hardware sampling
+ * does, and the interrupt often lands on the instruction after a stalled
+ * one (skid).  Under QEMU's TCG, with or without -icount, interrupts are
+ * taken between translated blocks, so the interrupted instruction is the
+ * first of a block: a bias the sampler cannot see (docs/profile.md).
  *
  * Nothing is revoked, so unlike pagefault this sampler never makes the
  * kernel, another process (process_vm_readv of MPI's shared-memory
@@ -118,9 +116,20 @@ static int tm_page_node(uintptr_t addr)
  * by doubling the period (the samples after it weigh twice as much), so that signals never arrive faster than
  * they are handled (an RT signal queue that overflows makes the kernel send SIGIO, which kills).  AS-safe.
  */
+/* The calling thread's CPU time, ns (the clock the periods are measured on).  AS-safe. */
+static uint64_t tm_cpu_now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void tm_pace(uint64_t t_in)
 {
-	uint64_t c = nkp_now() - t_in;
+	/* In the thread's CPU time, as the period: wall time would count the time others ran meanwhile
+	 * (under QEMU with -icount the virtual cpus take turns, and the handler looked four times dearer). */
+	uint64_t t_out = tm_cpu_now(), c = t_out > t_in ? t_out - t_in : 0;
 
 	/* The first calls of a thread pay for first uses (page faults on the handler's code, lazy binding):
 	 * they do not count. */
@@ -149,7 +158,7 @@ static void tm_pace(uint64_t t_in)
 static void tm_handler(int sig, siginfo_t *si, void *uctx)
 {
 	int saved_errno = errno;
-	uint64_t t_in = nkp_now();
+	uint64_t t_in = tm_cpu_now();
 
 	(void)sig;
 	if (tm_clk.ring) {
