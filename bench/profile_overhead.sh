@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overhead of `numakit profile --sampler pagefault` at its default rate (issue 6: <= 5 % wall time)
+# Overhead of `numakit profile --sampler pagefault` (or SAMPLER=timer) at its default rate (issue 6: <= 5 % wall time)
 # on a STREAM-like triad and a CG-like kernel (bench/prof_kernels.c, built here with the system's
 # cc and OpenMP), each run plain and profiled in this same script, alternately, REPS times; prints
 # the median wall times and their ratio, then the profile's size and the peak memory (max RSS of
@@ -11,6 +11,7 @@
 # run; "program" is the program's own wall time under the profiler (the profile's wall_ns: from its
 # start to its exit) over the plain run: the sampler's cost, which the 5 % budget is about.
 # Usage: bench/profile_overhead.sh [BUILD_DIR] [REPS] [MIB]     (defaults: build 5 256)
+# Environment: SAMPLER (pagefault, the default, or timer), OMP_NUM_THREADS (the kernels' threads).
 # Exit status 0 when both kernels stay within 5 %, 1 otherwise, 2 when something is missing.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +39,7 @@ run() {
     if [ "$kind" = plain ]; then
         /usr/bin/time -f %M -o "$TMP/rss" "$K" "$@" >/dev/null
     else
-        /usr/bin/time -f %M -o "$TMP/rss" "$NK" profile --quiet --sampler pagefault -o "$TMP/$label.nkp" -- \
+        /usr/bin/time -f %M -o "$TMP/rss" "$NK" profile --quiet --sampler "${SAMPLER:-pagefault}" -o "$TMP/$label.nkp" -- \
             "$K" "$@" >/dev/null
     fi
     t1=$(now)
