@@ -146,6 +146,7 @@
 #include <unistd.h>
 
 #include "os/os.h"
+#include "endjson.h"
 #include "prof.h"
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_POINTER_LOCK_FREE == 2,
@@ -1438,51 +1439,28 @@ void nkp_pf_moved(uintptr_t addr, size_t len)
 
 /* ------------------------------------------------------------ END counters */
 
-static void pf_put(char *buf, size_t cap, size_t *n, const char *t)
-{
-	while (*t && *n + 1 < cap)
-		buf[(*n)++] = *t++;
-}
-
-static void pf_put_kv(char *buf, size_t cap, size_t *n, const char *k, uint64_t v, int first)
-{
-	char d[24];
-	int i = 0;
-
-	if (!first)
-		pf_put(buf, cap, n, ", ");
-	pf_put(buf, cap, n, "\"");
-	pf_put(buf, cap, n, k);
-	pf_put(buf, cap, n, "\": ");
-	do
-		d[i++] = (char)('0' + v % 10);
-	while ((v /= 10) && i < 23);
-	while (i && *n + 1 < cap)
-		buf[(*n)++] = d[--i];
-}
-
 size_t nkp_pf_end_json(char *buf, size_t cap)
 {
 	size_t n = 0;
 
 	if (!buf || cap < 256 || !atomic_load(&pf_started))
 		return 0;
-	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
-	pf_put(buf, cap, &n, ", \"pagefault\": {");
-	pf_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
-	pf_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
-	pf_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
-	pf_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
-	pf_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
-	pf_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
-	pf_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
-	pf_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
-	pf_put_kv(buf, cap, &n, "turned_over", atomic_load(&pf_turned), 0);
-	pf_put_kv(buf, cap, &n, "rearmed", atomic_load(&pf_rearmed), 0);
-	pf_put_kv(buf, cap, &n, "members_full", atomic_load(&pf_members_full), 0);
-	pf_put_kv(buf, cap, &n, "rounds", atomic_load(&pf_rounds), 0);
-	pf_put_kv(buf, cap, &n, "round_ns", atomic_load(&pf_round_ns), 0);
-	pf_put(buf, cap, &n, "}");
+	nkp_end_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	nkp_end_put(buf, cap, &n, ", \"pagefault\": {");
+	nkp_end_put_kv(buf, cap, &n, "faults", atomic_load(&pf_faults), 1);
+	nkp_end_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
+	nkp_end_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
+	nkp_end_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
+	nkp_end_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
+	nkp_end_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
+	nkp_end_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "turned_over", atomic_load(&pf_turned), 0);
+	nkp_end_put_kv(buf, cap, &n, "rearmed", atomic_load(&pf_rearmed), 0);
+	nkp_end_put_kv(buf, cap, &n, "members_full", atomic_load(&pf_members_full), 0);
+	nkp_end_put_kv(buf, cap, &n, "rounds", atomic_load(&pf_rounds), 0);
+	nkp_end_put_kv(buf, cap, &n, "round_ns", atomic_load(&pf_round_ns), 0);
+	nkp_end_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;
 }

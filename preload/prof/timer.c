@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "endjson.h"
 #include "prof.h"
 
 #define TM_DEFAULT_RATE 1000.0 /* samples per second of a thread's CPU time */
@@ -439,50 +440,27 @@ void nkp_timer_after_fork(void)
 		nkp_timer_thread_begin();
 }
 
-static void tm_put(char *buf, size_t cap, size_t *n, const char *t)
-{
-	while (*t && *n + 1 < cap)
-		buf[(*n)++] = *t++;
-}
-
-static void tm_put_kv(char *buf, size_t cap, size_t *n, const char *k, uint64_t v, int first)
-{
-	char d[24];
-	int i = 0;
-
-	if (!first)
-		tm_put(buf, cap, n, ", ");
-	tm_put(buf, cap, n, "\"");
-	tm_put(buf, cap, n, k);
-	tm_put(buf, cap, n, "\": ");
-	do
-		d[i++] = (char)('0' + v % 10);
-	while ((v /= 10) && i < 23);
-	while (i && *n + 1 < cap)
-		buf[(*n)++] = d[--i];
-}
-
 size_t nkp_timer_end_json(char *buf, size_t cap)
 {
 	size_t n = 0;
 
 	if (!buf || cap < 256 || !atomic_load(&tm_handler_in))
 		return 0;
-	tm_put(buf, cap, &n, "\"timer\": {");
-	tm_put_kv(buf, cap, &n, "period_ns", tm_period_ns, 1);
-	tm_put_kv(buf, cap, &n, "signal", (uint64_t)tm_sig, 0);
-	tm_put_kv(buf, cap, &n, "ticks", atomic_load(&tm_ticks), 0);
-	tm_put_kv(buf, cap, &n, "overruns", atomic_load(&tm_overruns), 0);
-	tm_put_kv(buf, cap, &n, "samples", atomic_load(&tm_samples), 0);
-	tm_put_kv(buf, cap, &n, "no_memory", atomic_load(&tm_nomem), 0);
-	tm_put_kv(buf, cap, &n, "untracked", atomic_load(&tm_untracked), 0);
-	tm_put_kv(buf, cap, &n, "undecoded", atomic_load(&tm_undecoded), 0);
-	tm_put_kv(buf, cap, &n, "unsupported", atomic_load(&tm_unsupported), 0);
-	tm_put_kv(buf, cap, &n, "threads", atomic_load(&tm_threads), 0);
-	tm_put_kv(buf, cap, &n, "perf_threads", atomic_load(&tm_perf_threads), 0);
-	tm_put_kv(buf, cap, &n, "slowed", atomic_load(&tm_slowed), 0);
-	tm_put_kv(buf, cap, &n, "timer_failed", atomic_load(&tm_timer_fail), 0);
-	tm_put(buf, cap, &n, "}");
+	nkp_end_put(buf, cap, &n, "\"timer\": {");
+	nkp_end_put_kv(buf, cap, &n, "period_ns", tm_period_ns, 1);
+	nkp_end_put_kv(buf, cap, &n, "signal", (uint64_t)tm_sig, 0);
+	nkp_end_put_kv(buf, cap, &n, "ticks", atomic_load(&tm_ticks), 0);
+	nkp_end_put_kv(buf, cap, &n, "overruns", atomic_load(&tm_overruns), 0);
+	nkp_end_put_kv(buf, cap, &n, "samples", atomic_load(&tm_samples), 0);
+	nkp_end_put_kv(buf, cap, &n, "no_memory", atomic_load(&tm_nomem), 0);
+	nkp_end_put_kv(buf, cap, &n, "untracked", atomic_load(&tm_untracked), 0);
+	nkp_end_put_kv(buf, cap, &n, "undecoded", atomic_load(&tm_undecoded), 0);
+	nkp_end_put_kv(buf, cap, &n, "unsupported", atomic_load(&tm_unsupported), 0);
+	nkp_end_put_kv(buf, cap, &n, "threads", atomic_load(&tm_threads), 0);
+	nkp_end_put_kv(buf, cap, &n, "perf_threads", atomic_load(&tm_perf_threads), 0);
+	nkp_end_put_kv(buf, cap, &n, "slowed", atomic_load(&tm_slowed), 0);
+	nkp_end_put_kv(buf, cap, &n, "timer_failed", atomic_load(&tm_timer_fail), 0);
+	nkp_end_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;
 }
