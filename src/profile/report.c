@@ -337,10 +337,10 @@ static void sites_text(struct buf *b, const struct nk__analysis *a)
 		uint64_t all = 0;
 		for (int k = 0; k < n; k++)
 			all += v->users[k].acc;
-		for (int k = 0; k < n && k < 6; k++)
+		for (int k = 0; k < n && k < 4; k++)
 			bprintf(b, "%s %s (%.0f%%)", k ? "," : "", a->threads[v->users[ord[k]].thread].label,
 				pct(v->users[ord[k]].acc, all));
-		if (n > 6)
+		if (n > 4)
 			bprintf(b, ", ...");
 		bprintf(b, "\n  pages sampled by node:");
 		for (int k = 0; k < a->n_nodes; k++)
