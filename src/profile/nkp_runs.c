@@ -193,7 +193,8 @@ int nk__nkp_join(struct nk__nkp_profile **in, const char *const *names, size_t n
 			p->runs[p->n_runs] = q->runs[k];
 			p->runs[p->n_runs++].first_proc += p->n_procs;
 		}
-		memcpy(p->procs + p->n_procs, q->procs, q->n_procs * sizeof *q->procs);
+		if (q->n_procs) /* a run whose program wrote no part has none (and no array) */
+			memcpy(p->procs + p->n_procs, q->procs, q->n_procs * sizeof *q->procs);
 		p->n_procs += q->n_procs;
 		p->n_samples += q->n_samples;
 		q->n_procs = 0; /* the processes and runs are p's now */
