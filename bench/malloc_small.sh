@@ -9,7 +9,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cc -O2 -o "$T/malloc_small" "$(dirname "$0")/malloc_small.c" || exit 1
 plain=$("$T/malloc_small" "$N" "$SIZE" | cut -d' ' -f1)
-prof=$("$B/cli/numakit" profile --sampler pagefault --quiet -o "$T/p.nkp" -- "$T/malloc_small" "$N" "$SIZE" 2>/dev/null |
+prof=$("$B/cli/numakit" profile --sampler pagefault --small-blocks --quiet -o "$T/p.nkp" -- "$T/malloc_small" "$N" "$SIZE" 2>/dev/null |
        cut -d' ' -f1)
 echo "plain    $plain ns per malloc+free"
 echo "profiled $prof ns per malloc+free"

@@ -794,7 +794,7 @@ static void maybe_small_free(void *p)
 
 static int want_small(size_t n)
 {
-	return n && n < nkp.min_size && n <= UINT32_MAX && nkp.active && !nkp_busy();
+	return nkp.small_blocks && n && n < nkp.min_size && n <= UINT32_MAX && nkp.active && !nkp_busy();
 }
 
 void nkp_alloc_flush(int from_signal)

@@ -38,6 +38,8 @@
  *   NK_PROF_MIN_SIZE  allocations of at least this many bytes are tracked
  *                     one by one (default 65536); smaller ones are
  *                     recorded by site in batches (alloc.c, "small blocks")
+ *                     when NK_PROF_SMALL_BLOCKS=1 (off by default: each
+ *                     small malloc then costs its call stack)
  *   NK_PROF_ROI       1: start paused until nk_profile_start()
  *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi),
  *                     spread over the run (src/profile/budget.h: the trace
@@ -64,6 +66,7 @@ struct nkp_state {
 	int sampler;       /* enum nk__nkp_sampler, 0 = none */
 	double rate;
 	uint64_t min_size;
+	int small_blocks;  /* NK_PROF_SMALL_BLOCKS=1: blocks under min_size recorded by site */
 	uint64_t budget;
 	uint64_t seed;
 	int page_size;

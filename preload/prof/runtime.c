@@ -1633,6 +1633,7 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	}
 	nkp.rate = rate;
 	nkp.min_size = env_u64("NK_PROF_MIN_SIZE", 65536);
+	nkp.small_blocks = env_u64("NK_PROF_SMALL_BLOCKS", 0) == 1;
 	nkp.budget = env_u64("NK_PROF_BUDGET", 4u << 20);
 	nkp.seed = env_u64("NK_PROF_SEED", (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
 	nkp.page_size = (int)sysconf(_SC_PAGESIZE);
