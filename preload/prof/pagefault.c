@@ -299,6 +299,16 @@ static void pf_query_or_unknown(unsigned long n, void **pages, int *status)
 			status[i] = -ENOSYS;
 }
 
+/* Place the page @p page as a write by the calling thread would, without touching it.  0 or -errno (EINVAL
+ * before Linux 5.14; EFAULT/ENOMEM when it is not writable now).  AS-safe. */
+static int pf_populate_write(void *page)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+	return syscall(SYS_madvise, page, (size_t)pf_ps, MADV_POPULATE_WRITE) ? -errno : 0;
+}
+
 static void pf_cost(uint64_t ns)
 {
 	atomic_fetch_add_explicit(&pf_cost_ns, ns, memory_order_relaxed);
@@ -535,15 +545,16 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	if ((s.flags & NK__SF_FIRST_TOUCH) && s.access == NK__ACC_WRITE) {
 		/*
 		 * A write that will place a page not yet there: place it now, from this thread on this cpu, as the
-		 * instruction would (a write of nothing: an atomic add of 0), and ask where it went.  Parked for the
-		 * sampler thread instead, the first touches of a thread filling fresh blocks overflowed the pending
-		 * array while the thread had not yet run its instruction again (unit.prof.pf.threads: a quarter of
-		 * the nodes unknown on a loaded machine).
+		 * instruction would, and ask where it went.  Parked for the sampler thread instead, the first touches
+		 * of a thread filling fresh blocks overflowed the pending array while the thread had not yet run
+		 * its instruction again (unit.prof.pf.threads: a quarter of the nodes unknown on a loaded machine).
+		 * MADV_POPULATE_WRITE (Linux 5.14), not a write of ours: the sampler may have revoked the page again
+		 * since we gave it back, and a fault inside this handler would kill the program (a store of 0 did,
+		 * in the churn test); the call then fails and the sample waits as before.
 		 */
 		void *pg = (void *)page;
 		int st = -1;
-		__atomic_fetch_add((volatile unsigned char *)a, (unsigned char)0, __ATOMIC_RELAXED);
-		if (pf_query(1, &pg, &st) >= 0 && st >= 0)
+		if (pf_populate_write(pg) == 0 && pf_query(1, &pg, &st) >= 0 && st >= 0)
 			s.page_node = (int16_t)st;
 	}
 	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
