@@ -1482,6 +1482,7 @@ typedef struct nk_profile_opts {
 	void (*progress)(void *arg, const nk_profile_progress *p); /**< may be NULL */
 	void *progress_arg;
 	double max_overhead;     /**< pagefault: the sampler's own cost cap, % of wall time; 0 = 5; >= 100 = no cap (limit studies, emulators) */
+	int small_blocks;        /**< 1: also record heap blocks smaller than min_size, by allocation site (each such malloc then costs its call stack: 2-30x); 0: off */
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {

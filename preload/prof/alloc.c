@@ -45,6 +45,7 @@ struct rng {
 	uintptr_t blo, bhi; /* the block (byte range); blocks do not overlap, sorted by blo */
 	uintptr_t lo, hi;   /* its page-aligned interior, lo == hi when empty */
 	uint64_t cum;       /* interior pages of r[0..i] */
+	int heap;           /* pages holding small blocks (blo == lo, bhi == hi), not one block */
 };
 struct rset {
 	size_t n, cap, bytes;
@@ -129,7 +130,7 @@ static int range_add(uintptr_t blo, uintptr_t bhi, uintptr_t lo, uintptr_t hi)
 	size_t i = 0, j = 0;
 	while (i < n && o->r[i].blo < blo)
 		s->r[j++] = o->r[i++];
-	s->r[j++] = (struct rng){ blo, bhi, lo, hi, 0 };
+	s->r[j++] = (struct rng){ blo, bhi, lo, hi, 0, 0 };
 	while (i < n)
 		s->r[j++] = o->r[i++];
 	s->n = j;
@@ -169,6 +170,70 @@ static size_t upper(const struct rset *s, uintptr_t addr)
 			b = m;
 	}
 	return a;
+}
+
+/* 1 when [lo, hi) overlaps a range of the current set.  blk_lock held. */
+static int range_overlaps(uintptr_t lo, uintptr_t hi)
+{
+	struct rset *o = atomic_load(&cur_set);
+	if (!o || !o->n)
+		return 0;
+	size_t a = upper(o, lo);
+	return (a > 0 && o->r[a - 1].bhi > lo) || (a < o->n && o->r[a].blo < hi);
+}
+
+/* Heap pages holding small blocks are sampled as ranges of whole pages (flag heap), merged with a heap range
+ * this close: the gap between two small blocks' pages is heap memory, and fewer ranges make each copy of
+ * the set cheaper (sequential allocations then grow one range). */
+#define HEAP_MERGE_GAP (64u * 1024u)
+/* The program break when the runtime started: what lies below (the loader's, libc's and the runtime's own
+ * allocations of start-up, the cpu table the fault handler reads among them) is never sampled as heap pages:
+ * a fault handler that faults on its own data kills the program. */
+static uintptr_t heap_floor;
+
+/*
+ * Make the pages [lo, hi) (page-aligned, those of a small block) part of the tracked set, unless they are
+ * already (by a heap range or a large block or static segment: those keep their ranges, the pages around
+ * them are clipped).  The newly tracked pages, if any, are [*nlo, *nhi) (a merge may fill a gap too).
+ * Returns 1 when pages were added.  blk_lock held.
+ */
+static int heap_cover(uintptr_t lo, uintptr_t hi, uintptr_t *nlo, uintptr_t *nhi)
+{
+	uintptr_t ps = (uintptr_t)nkp.page_size;
+	struct rset *o = atomic_load(&cur_set);
+	size_t n = o ? o->n : 0;
+	size_t a = n ? upper(o, lo) : 0;
+	const struct rng *pred = a > 0 ? &o->r[a - 1] : NULL, *succ = a < n ? &o->r[a] : NULL;
+
+	if (lo < heap_floor)
+		lo = heap_floor;
+	if (pred && pred->bhi >= hi)
+		return 0;
+	if (pred && pred->bhi > lo) {
+		if (!pred->heap)
+			lo = (pred->bhi + ps - 1) & ~(ps - 1);
+	}
+	if (succ && succ->blo < hi)
+		hi = succ->blo & ~(ps - 1);
+	if (lo >= hi)
+		return 0;
+	int mp = pred && pred->heap && pred->bhi + HEAP_MERGE_GAP >= lo;
+	int ms = succ && succ->heap && hi + HEAP_MERGE_GAP >= succ->blo;
+	struct rset *s = rset_new(n + 1 > 64 ? (n + 1) * 5 / 4 : 64);
+	if (!s)
+		return 0;
+	size_t j = 0;
+	for (size_t i = 0; i + (mp ? 1 : 0) < a; i++)
+		s->r[j++] = o->r[i];
+	uintptr_t elo = mp ? pred->blo : lo, ehi = ms ? succ->bhi : hi;
+	s->r[j++] = (struct rng){ elo, ehi, elo, ehi, 0, 1 };
+	for (size_t i = a + (ms ? 1 : 0); i < n; i++)
+		s->r[j++] = o->r[i];
+	s->n = j;
+	rset_publish(s);
+	*nlo = mp ? pred->bhi : lo;
+	*nhi = ms ? succ->blo : hi;
+	return 1;
 }
 
 int nkp_tracked_contains(uintptr_t page)
@@ -291,11 +356,30 @@ struct site {
 	uint64_t hash;
 	uint32_t id, depth;
 	int written; /* SITE record in the current part */
+	int skip;    /* small blocks of this site are not recorded: called from a runtime (skip_obj) */
 	uint64_t ip[NK__NKP_MAX_DEPTH];
 };
 static struct site sites[SITE_CAP];
 static uint32_t n_sites;
 static uintptr_t self_lo, self_hi; /* the runtime's own object */
+
+/*
+ * Objects whose own small allocations are not recorded (the caller of malloc is one of them): the loader,
+ * threading and OpenMP runtimes, numakit's libraries.  Their blocks hold locks and barriers that the kernel
+ * reads in futex calls, which a revoked page would fail with EFAULT; and they are nobody's data.  Filled by
+ * statics_cb (start and every dlopen); read by site_of, under blk_lock.
+ */
+#define SKIP_CAP 64
+static struct { uintptr_t lo, hi; } skip_obj[SKIP_CAP];
+static size_t n_skip_obj;
+
+static int skip_caller(uintptr_t ip)
+{
+	for (size_t i = 0; i < n_skip_obj; i++)
+		if (ip >= skip_obj[i].lo && ip < skip_obj[i].hi)
+			return 1;
+	return 0;
+}
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -326,8 +410,9 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Site id of the current call stack (without the runtime's frames); writes SITE when new.  blk_lock held. */
-static uint32_t site_of(void *const *fr, int n)
+/* Site id of the current call stack (without the runtime's frames); writes SITE when new; *skip (may be NULL)
+ * tells whether the site's small blocks are left out (skip_caller).  blk_lock held. */
+static uint32_t site_of(void *const *fr, int n, int *skip)
 {
 	/* Drop the runtime's frames: the interposers on top, and the main() wrapper further down. */
 	void *own[NK__NKP_MAX_DEPTH];
@@ -354,6 +439,7 @@ static uint32_t site_of(void *const *fr, int n)
 			s->depth = depth;
 			for (uint32_t i = 0; i < depth; i++)
 				s->ip[i] = (uint64_t)(uintptr_t)fr[k + i];
+			s->skip = skip_caller((uintptr_t)fr[k]);
 			s->id = ++n_sites;
 		} else if (s->hash != h || s->depth != depth) {
 			continue;
@@ -369,6 +455,8 @@ static uint32_t site_of(void *const *fr, int n)
 			if (!nkp_record(NK__NKP_SITE, &r, sizeof r, s->ip, s->depth * sizeof s->ip[0]))
 				s->written = 1;
 		}
+		if (skip)
+			*skip = s->skip;
 		return s->id;
 	}
 	return 0;
@@ -471,16 +559,19 @@ static void track(uintptr_t addr, uint64_t size, uint32_t kind, void *const *fr,
 		return;
 	}
 	*b = (struct blk){ .addr = addr, .size = size, .time_ns = nkp_now(), .id = ++alloc_ids,
-			   .site = fr ? site_of(fr, nfr) : 0, .kind = kind, .tid = nkp_tid(), .lo = lo, .hi = hi };
-	b->reg = range_add(addr, addr + size, lo, hi) == 0;
-	if (!b->reg)
+			   .site = fr ? site_of(fr, nfr, NULL) : 0, .kind = kind, .tid = nkp_tid(), .lo = lo, .hi = hi };
+	/* A large block inside pages already sampled as heap pages (a 64-128 KiB block of an arena holding small
+	 * blocks): those ranges stay, the block is attributed by its ALLOC record all the same. */
+	int covered = range_overlaps(addr, addr + size);
+	b->reg = !covered && range_add(addr, addr + size, lo, hi) == 0;
+	if (!b->reg && !covered)
 		b->lo = b->hi = 0;
 	if (kind != NK__ALLOC_STATIC)
 		atomic_fetch_add(&n_live, 1);
 	if (kind == NK__ALLOC_MMAP)
 		mmap_addrs[n_mmap++] = addr;
 	write_alloc(b, b->time_ns);
-	int arm = b->lo < b->hi && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_new_block;
+	int arm = b->reg && b->lo < b->hi && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_new_block;
 	pthread_mutex_unlock(&blk_lock);
 	if (arm)
 		nkp_pf_new_block(lo, hi - lo);
@@ -529,16 +620,227 @@ static void untrack_mmap_overlap(uintptr_t addr, size_t len)
 	pthread_mutex_unlock(&blk_lock);
 }
 
-static int want(size_t n)
-{
-	return n >= nkp.min_size && n && nkp.active && !nkp_busy();
-}
-
 #define STACK(fr, n)                                                                                                \
 	void *fr[NK__NKP_MAX_DEPTH + 8];                                                                            \
 	nkp_enter();                                                                                                \
 	int n = backtrace(fr, (int)(sizeof fr / sizeof fr[0]));                                                     \
 	nkp_leave()
+
+static int want(size_t n)
+{
+	return n >= nkp.min_size && n && nkp.active && !nkp_busy();
+}
+
+/* ---------------------------------------------------------------- small blocks (issue 19)
+ *
+ * A block smaller than min_size is recorded by its site like a large one, in a compact form: no table entry
+ * of its own in the range registry and no record per call, but one 32-byte event (struct nk__nkp_block) in a
+ * batch written as one BLOCKS record when full (sbuf) or when the part closes, and an entry in an
+ * open-addressing set of the live ones (stab), so that free() writes an event only for blocks recorded and
+ * a child after fork gets the live ones.  The pages holding them join the sampled set as heap ranges
+ * (heap_cover): the samplers draw whole pages there, and a sample is attributed offline by its exact address
+ * to the block that holds it (a sample on malloc's own headers or on free chunks is attributed to no
+ * block).  The costs per small malloc: the call stack (backtrace, as for a large block), the site lookup,
+ * one event; per free of a recorded block: one set lookup and one event.  All under blk_lock.
+ */
+
+struct sblk {
+	uintptr_t addr; /* 0 empty */
+	uint32_t size, site;
+	uint64_t time_ns;
+	uint32_t tid, kind;
+};
+static struct sblk *stab;
+static size_t stab_cap, stab_n, stab_bytes;
+static atomic_size_t n_small; /* live recorded small blocks: a fast "nothing to look up" for free() */
+#define SBUF_CAP 2048         /* events per BLOCKS record (64 KiB) */
+static struct nk__nkp_block sbuf[SBUF_CAP];
+static size_t sbuf_n;
+static uint64_t small_allocs, small_frees, small_lost; /* END counters */
+
+static size_t stab_hash(uintptr_t a, size_t cap)
+{
+	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+/* blk_lock held. */
+static void sbuf_flush_locked(void)
+{
+	if (sbuf_n && nkp_record(NK__NKP_BLOCKS | NK__NKP_OPTIONAL, sbuf, sbuf_n * sizeof sbuf[0], NULL, 0))
+		small_lost += sbuf_n;
+	sbuf_n = 0;
+}
+
+static void sbuf_put(const struct nk__nkp_block *e)
+{
+	if (sbuf_n == SBUF_CAP)
+		sbuf_flush_locked();
+	sbuf[sbuf_n++] = *e;
+}
+
+/* Grow the set (twice as large, mmap'd: not from the heap we record).  blk_lock held.  -1 when out of memory. */
+static int stab_grow(void)
+{
+	size_t cap = stab_cap ? stab_cap * 2 : 4096;
+	size_t bytes = cap * sizeof(struct sblk);
+	struct sblk *t = real_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < stab_cap; i++)
+		if (stab[i].addr)
+			for (size_t j = stab_hash(stab[i].addr, cap);; j = (j + 1) & (cap - 1))
+				if (!t[j].addr) {
+					t[j] = stab[i];
+					break;
+				}
+	if (stab)
+		real_munmap(stab, stab_bytes);
+	stab = t;
+	stab_cap = cap;
+	stab_bytes = bytes;
+	return 0;
+}
+
+static struct sblk *stab_find(uintptr_t a)
+{
+	if (!stab_cap)
+		return NULL;
+	for (size_t i = stab_hash(a, stab_cap);; i = (i + 1) & (stab_cap - 1)) {
+		if (!stab[i].addr)
+			return NULL;
+		if (stab[i].addr == a)
+			return &stab[i];
+	}
+}
+
+static void stab_delete(struct sblk *b)
+{
+	size_t i = (size_t)(b - stab), cap = stab_cap;
+	stab[i].addr = 0;
+	stab_n--;
+	for (size_t j = (i + 1) & (cap - 1); stab[j].addr; j = (j + 1) & (cap - 1)) {
+		size_t h = stab_hash(stab[j].addr, cap);
+		int between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+		if (!between) {
+			stab[i] = stab[j];
+			stab[j].addr = 0;
+			i = j;
+		}
+	}
+}
+
+/* Forget the recorded small block at @p a (a FREE event), if it is one.  blk_lock held. */
+static void small_free_locked(uintptr_t a)
+{
+	struct sblk *b = stab_find(a);
+	if (!b)
+		return;
+	struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
+	sbuf_put(&e);
+	stab_delete(b);
+	small_frees++;
+	atomic_fetch_sub(&n_small, 1);
+}
+
+static void small_here(void *p, size_t n, uint32_t kind)
+{
+	STACK(fr, nfr);
+	uintptr_t a = (uintptr_t)p, ps = (uintptr_t)nkp.page_size, nlo = 0, nhi = 0;
+	int skip = 0, arm = 0;
+	nkp_enter();
+	pthread_mutex_lock(&blk_lock);
+	uint32_t site = site_of(fr, nfr, &skip);
+	if (!site || skip)
+		goto out;
+	struct sblk *b = stab_find(a);
+	if (b) { /* its free was not seen (freed behind our back) */
+		stab_delete(b);
+		atomic_fetch_sub(&n_small, 1);
+	}
+	if ((stab_n + 1) * 2 > stab_cap && stab_grow())
+		goto out;
+	size_t i = stab_hash(a, stab_cap);
+	while (stab[i].addr)
+		i = (i + 1) & (stab_cap - 1);
+	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = nkp_now(), .tid = nkp_tid(),
+			   .kind = kind };
+	stab[i] = nb;
+	stab_n++;
+	atomic_fetch_add(&n_small, 1);
+	small_allocs++;
+	struct nk__nkp_block e = { .addr = a, .time_ns = nb.time_ns, .size = nb.size, .site = site, .tid = nb.tid,
+				   .kind = (uint16_t)kind };
+	sbuf_put(&e);
+	arm = heap_cover(a & ~(ps - 1), (a + n + ps - 1) & ~(ps - 1), &nlo, &nhi) && nlo < nhi &&
+	      nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_new_block;
+out:
+	pthread_mutex_unlock(&blk_lock);
+	nkp_leave();
+	if (arm) /* the new pages, like a new block: their first touch may be sampled */
+		nkp_pf_new_block(nlo, nhi - nlo);
+}
+
+/* free()/realloc() of @p p: 1 when it was a recorded small block (now forgotten). */
+static void maybe_small_free(void *p)
+{
+	if (!p || !nkp.active || !atomic_load_explicit(&n_small, memory_order_relaxed) || nkp_busy())
+		return;
+	nkp_enter();
+	pthread_mutex_lock(&blk_lock);
+	small_free_locked((uintptr_t)p);
+	pthread_mutex_unlock(&blk_lock);
+	nkp_leave();
+}
+
+static int want_small(size_t n)
+{
+	return nkp.small_blocks && n && n < nkp.min_size && n <= UINT32_MAX && nkp.active && !nkp_busy();
+}
+
+void nkp_alloc_flush(int from_signal)
+{
+	if (!nkp.active)
+		return;
+	if (from_signal) {
+		if (pthread_mutex_trylock(&blk_lock))
+			return;
+	} else {
+		pthread_mutex_lock(&blk_lock);
+	}
+	sbuf_flush_locked();
+	pthread_mutex_unlock(&blk_lock);
+}
+
+/* AS-safe (END may be written from a fatal signal's handler): no stdio. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char d[24];
+	int k = 0;
+	do
+		d[k++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (k)
+		*p++ = d[--k];
+	return p;
+}
+
+size_t nkp_alloc_end_json(char *buf, size_t cap)
+{
+	static const char *const key[] = { "\"small_blocks\": {\"allocs\": ", ", \"frees\": ", ", \"live\": ",
+					   ", \"lost\": " };
+	const uint64_t v[] = { small_allocs, small_frees, stab_n, small_lost };
+	if (cap < 160)
+		return 0;
+	char *p = buf;
+	for (size_t i = 0; i < 4; i++) {
+		size_t l = strlen(key[i]);
+		memcpy(p, key[i], l);
+		p = put_u64(p + l, v[i]);
+	}
+	*p++ = '}';
+	return (size_t)(p - buf);
+}
+
 
 static void track_here(void *p, size_t n, uint32_t kind)
 {
@@ -580,6 +882,8 @@ NKP_EXPORT void *malloc(size_t n)
 	void *p = real_malloc(n);
 	if (p && want(n))
 		track_here(p, n, NK__ALLOC_MALLOC);
+	else if (p && want_small(n))
+		small_here(p, n, NK__ALLOC_MALLOC);
 	return p;
 }
 
@@ -598,6 +902,8 @@ NKP_EXPORT void *calloc(size_t a, size_t b)
 	void *p = real_calloc(a, b);
 	if (p && want(n))
 		track_here(p, n, NK__ALLOC_CALLOC);
+	else if (p && want_small(n))
+		small_here(p, n, NK__ALLOC_CALLOC);
 	return p;
 }
 
@@ -607,6 +913,7 @@ NKP_EXPORT void free(void *p)
 		return;
 	if (!RESOLVED())
 		interpose_resolve();
+	maybe_small_free(p);
 	maybe_untrack(p);
 	real_free(p);
 }
@@ -633,9 +940,12 @@ NKP_EXPORT void *realloc(void *old, size_t n)
 	}
 	/* Untracked before the call: the sampler must give back access to the old pages before they are copied. */
 	uint64_t had = maybe_untrack(old);
+	maybe_small_free(old);
 	void *p = real_realloc(old, n);
 	if (p && want(n))
 		track_here(p, n, NK__ALLOC_REALLOC);
+	else if (p && want_small(n))
+		small_here(p, n, NK__ALLOC_REALLOC);
 	else if (!p && n && had && want(had)) /* failed: the old block lives on, as a new allocation */
 		track_here(old, had, NK__ALLOC_REALLOC);
 	return p;
@@ -648,6 +958,8 @@ NKP_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 	int rc = real_posix_memalign(out, al, n);
 	if (!rc && want(n))
 		track_here(*out, n, NK__ALLOC_MEMALIGN);
+	else if (!rc && want_small(n))
+		small_here(*out, n, NK__ALLOC_MEMALIGN);
 	return rc;
 }
 
@@ -659,6 +971,8 @@ NKP_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 		void *p = call;                                                                                     \
 		if (p && want(size))                                                                                \
 			track_here(p, size, NK__ALLOC_MEMALIGN);                                                    \
+		else if (p && want_small(size))                                                                     \
+			small_here(p, size, NK__ALLOC_MEMALIGN);                                                    \
 		return p;                                                                                           \
 	}
 
@@ -792,6 +1106,19 @@ static int excluded(const char *path)
 	return 0;
 }
 
+static int skip_alloc(const char *path)
+{
+	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libpthread", "libdl.", "libdl-",
+					     "libgomp", "libomp", "libiomp", "libnumakit", "libhwloc", "libjansson",
+					     "libdw", "libelf", "libgcc_s", "libz.", "libzstd", "liblzma", "libbz2" };
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+		if (!strncmp(base, skip[i], strlen(skip[i])))
+			return 1;
+	return 0;
+}
+
 static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -805,6 +1132,27 @@ static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			return 0;
 	}
 	/* The main program has an empty name; vdso-like objects have none and no file. */
+	if (*name && skip_alloc(name)) {
+		uintptr_t a = UINTPTR_MAX, b = 0;
+		for (int i = 0; i < info->dlpi_phnum; i++)
+			if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+				uintptr_t l = base + info->dlpi_phdr[i].p_vaddr;
+				if (l < a)
+					a = l;
+				if (l + info->dlpi_phdr[i].p_memsz > b)
+					b = l + info->dlpi_phdr[i].p_memsz;
+			}
+		int known = 0;
+		for (size_t i = 0; i < n_skip_obj; i++)
+			known |= skip_obj[i].lo == a;
+		if (a < b && !known && n_skip_obj < SKIP_CAP) {
+			pthread_mutex_lock(&blk_lock);
+			skip_obj[n_skip_obj].lo = a;
+			skip_obj[n_skip_obj].hi = b;
+			n_skip_obj++;
+			pthread_mutex_unlock(&blk_lock);
+		}
+	}
 	if (*name && excluded(name))
 		return 0;
 	uintptr_t key = base; /* unique among loaded objects (a dlclose + dlopen at the same base is not seen again) */
@@ -852,6 +1200,8 @@ void nkp_alloc_start(void)
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&nkp_alloc_start);
 	void *fr[4];
 	(void)backtrace(fr, 4); /* loads the unwinder now, so later calls do not allocate */
+	uintptr_t ps = (uintptr_t)nkp.page_size;
+	heap_floor = ((uintptr_t)sbrk(0) + ps - 1) & ~(ps - 1);
 	nkp_leave();
 	nkp_alloc_rescan();
 }
@@ -872,6 +1222,8 @@ void nkp_alloc_fork_child(void)
 {
 	pthread_mutex_init(&blk_lock, NULL);
 	atomic_store(&readers, 0);
+	sbuf_n = 0; /* the parent's events: its own part gets them */
+	small_allocs = small_frees = small_lost = 0;
 }
 
 void nkp_alloc_replay(void)
@@ -895,6 +1247,22 @@ void nkp_alloc_replay(void)
 				}
 		write_alloc(b, 0);
 	}
+	for (size_t i = 0; i < stab_cap; i++) { /* the live small blocks, born at time 0 of this part */
+		const struct sblk *b = &stab[i];
+		if (!b->addr)
+			continue;
+		for (size_t j = 0; j < SITE_CAP; j++)
+			if (sites[j].id == b->site && !sites[j].written) {
+				struct nk__nkp_site r = { .id = sites[j].id, .depth = sites[j].depth };
+				if (!nkp_record(NK__NKP_SITE, &r, sizeof r, sites[j].ip, sites[j].depth * sizeof sites[j].ip[0]))
+					sites[j].written = 1;
+				break;
+			}
+		struct nk__nkp_block e = { .addr = b->addr, .size = b->size, .site = b->site, .tid = b->tid,
+					   .kind = (uint16_t)b->kind };
+		sbuf_put(&e);
+	}
+	sbuf_flush_locked();
 	pthread_mutex_unlock(&blk_lock);
 	nkp_leave();
 }

@@ -35,8 +35,11 @@
  *   NK_PROF_RATE      pagefault: target samples per second per process
  *                     (default 1000); trace: record one access in RATE
  *                     (default 1 = every access)
- *   NK_PROF_MIN_SIZE  allocations smaller than this are not tracked
- *                     (bytes, default 65536)
+ *   NK_PROF_MIN_SIZE  allocations of at least this many bytes are tracked
+ *                     one by one (default 65536); smaller ones are
+ *                     recorded by site in batches (alloc.c, "small blocks")
+ *                     when NK_PROF_SMALL_BLOCKS=1 (off by default: each
+ *                     small malloc then costs its call stack)
  *   NK_PROF_ROI       1: start paused until nk_profile_start()
  *   NK_PROF_BUDGET    at most this many samples per process (default 4 Mi),
  *                     spread over the run (src/profile/budget.h: the trace
@@ -63,6 +66,7 @@ struct nkp_state {
 	int sampler;       /* enum nk__nkp_sampler, 0 = none */
 	double rate;
 	uint64_t min_size;
+	int small_blocks;  /* NK_PROF_SMALL_BLOCKS=1: blocks under min_size recorded by site */
 	uint64_t budget;
 	uint64_t seed;
 	int page_size;
@@ -164,6 +168,11 @@ void nkp_alloc_fork_prepare(void);
 void nkp_alloc_fork_parent(void);
 void nkp_alloc_fork_child(void);
 void nkp_alloc_replay(void); /* child after fork: SITE/ALLOC of the inherited live blocks into the new part */
+/** Write the small blocks' events still batched (before END).  @p from_signal: only if blk_lock is free (a
+ * fatal signal may have interrupted its holder). */
+void nkp_alloc_flush(int from_signal);
+/** END counters of small blocks, `"small_blocks": {...}` (no leading comma); 0 when @p cap is too small. */
+size_t nkp_alloc_end_json(char *buf, size_t cap);
 
 /* ---- timer.c (weak in runtime.c: absent without Zydis) ---- */
 /** NK_PROF_SAMPLER=timer, after the part is open: the signal handler, the calling thread's timer. */

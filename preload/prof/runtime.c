@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -673,6 +674,15 @@ static void write_end_locked(const char *how, int status, int sig)
 	u64_to(&p, (uint64_t)atomic_load(&thread_index) + 1);
 	str_to(&p, ", \"forks\": ");
 	u64_to(&p, atomic_load(&n_forks));
+	{
+		size_t room = (size_t)(b + sizeof b - p);
+		if (room > 300) {
+			*p++ = ',';
+			*p++ = ' ';
+			size_t n = nkp_alloc_end_json(p, room - 300);
+			p = n ? p + n : p - 2;
+		}
+	}
 	size_t (*extra)(char *, size_t) = nkp.sampler == NK__SAMPLER_TRACE ? nkp_trace_end_json
 					  : nkp.sampler == NK__SAMPLER_PAGEFAULT ? nkp_pf_end_json
 					  : nkp.sampler == NK__SAMPLER_TIMER	  ? nkp_timer_end_json
@@ -762,6 +772,7 @@ static void close_part(const char *how, int status, int sig)
 	if (atomic_load(&closed))
 		return;
 	samplers_stop();
+	nkp_alloc_flush(0);
 	wr_lock();
 	if (!atomic_exchange(&closed, 1)) {
 		atomic_store(&flusher_run, 0);
@@ -818,6 +829,8 @@ static void die_by(int sig, siginfo_t *info)
 {
 	if (nkp.active && nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
 		nkp_trace_stop(); /* AS-safe: emits the first touches still pending */
+	if (nkp.active && mine() && !atomic_load(&closed))
+		nkp_alloc_flush(1);
 	if (nkp.active && mine() && !atomic_load(&closed) && wr_trylock_signal()) {
 		if (!atomic_exchange(&closed, 1)) {
 			ring_drain();
@@ -1117,6 +1130,7 @@ static void exec_begin(void)
 		return;
 	if (nkp.sampler == NK__SAMPLER_TRACE && nkp_trace_stop)
 		nkp_trace_stop();
+	nkp_alloc_flush(0);
 	wr_lock();
 	ring_drain();
 	write_maps_locked();
@@ -1540,8 +1554,9 @@ static void load_cpu_nodes(void)
 	closedir(d);
 	if (max < 0)
 		return;
-	int16_t *t = malloc((size_t)(max + 1) * sizeof *t);
-	if (!t)
+	/* mmap'd, not malloc'd: the SIGSEGV handler reads it, and heap pages may be revoked (small blocks). */
+	int16_t *t = mmap(NULL, (size_t)(max + 1) * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
 		return;
 	for (int c = 0; c <= max; c++) {
 		t[c] = -1;
@@ -1618,6 +1633,7 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	}
 	nkp.rate = rate;
 	nkp.min_size = env_u64("NK_PROF_MIN_SIZE", 65536);
+	nkp.small_blocks = env_u64("NK_PROF_SMALL_BLOCKS", 0) == 1;
 	nkp.budget = env_u64("NK_PROF_BUDGET", 4u << 20);
 	nkp.seed = env_u64("NK_PROF_SEED", (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
 	nkp.page_size = (int)sysconf(_SC_PAGESIZE);

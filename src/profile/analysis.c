@@ -119,6 +119,7 @@ struct iprec {
 struct blk {
 	uint64_t lo, hi, born, died;
 	uint32_t site;
+	uint32_t tid;
 };
 
 struct ctx {
@@ -198,6 +199,7 @@ static int var_get(struct ctx *c, int kind, const char *key, char *name, uint64_
 	v->key = xstrdup(key);
 	v->size = size;
 	v->ft_thread = -1;
+	v->alloc_thread = -1;
 	v->ft_node = -1;
 	v->dominant_node = -1;
 	v->regularity = -1;
@@ -447,6 +449,9 @@ struct proc_ctx {
 	int16_t phase_map_id[64];
 	int phase_map_g[64];
 	int n_phase_map;
+	unsigned char *site_small; /* [max site id + 1]: 1 when the site's live blocks never together reached
+				    * META min_size (not a variable: its samples fall through to the mapping) */
+	uint32_t n_site_small;
 };
 
 static int build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
@@ -469,7 +474,7 @@ static int build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *
 			max_id = pd->allocs[i].id;
 	for (size_t i = 0; i < pd->n_allocs; i++) {
 		const struct nk__nkp_alloc *al = &pd->allocs[i];
-		struct blk b = { al->addr, al->addr + al->size, al->time_ns, UINT64_MAX, al->site };
+		struct blk b = { al->addr, al->addr + al->size, al->time_ns, UINT64_MAX, al->site, al->tid };
 		if (al->kind == NK__ALLOC_STATIC) {
 			pc->statics[pc->n_statics++] = b;
 			continue;
@@ -537,6 +542,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 			if (addr - b->lo >= pc->max_len)
 				break;
 			if (addr < b->hi && b->born <= t && t < b->died) {
+				if (b->site < pc->n_site_small && pc->site_small[b->site])
+					break;
 				if (pc->blk_var[i] == -2)
 					pc->blk_var[i] = site_var(c, proc, b->site, b->hi - b->lo);
 				else if (pc->blk_var[i] >= 0 && b->hi - b->lo > c->a->vars[pc->blk_var[i]].size)
@@ -849,8 +856,186 @@ static uint64_t page_size_of(const struct nk__nkp_process_data *pd)
 	return ps;
 }
 
+static int thread_known(const struct nk__nkp_process_data *pd, uint32_t tid)
+{
+	for (size_t t = 0; t < pd->n_threads; t++)
+		if (pd->threads[t].tid == tid)
+			return 1;
+	return 0;
+}
+
+static uint64_t min_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ms = 0;
+	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
+	if (json_is_object(meta))
+		json_u64(meta, "min_size", &ms);
+	json_decref(meta);
+	return ms;
+}
+
+struct sev {
+	uint64_t t;
+	int64_t blocks, bytes;
+	uint32_t key; /* a site id or a variable */
+};
+
+static int cmp_sev(const void *x, const void *y)
+{
+	const struct sev *a = x, *b = y;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->blocks < b->blocks ? -1 : a->blocks > b->blocks; /* frees before allocations at one time */
+}
+
+/* Events of the blocks (+1 at birth, -1 at death) keyed by @p key[i] (UINT32_MAX: left out), sorted. */
+static struct sev *site_events(const struct proc_ctx *pc, const uint32_t *key, size_t *n_out)
+{
+	struct sev *e = malloc((2 * pc->n_blks + 1) * sizeof(*e));
+	size_t n = 0;
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		if (key[i] == UINT32_MAX)
+			continue;
+		int64_t sz = (int64_t)(pc->blks[i].hi - pc->blks[i].lo);
+		e[n++] = (struct sev){ pc->blks[i].born, 1, sz, key[i] };
+		if (pc->blks[i].died != UINT64_MAX)
+			e[n++] = (struct sev){ pc->blks[i].died, -1, -sz, key[i] };
+	}
+	qsort(e, n, sizeof(*e), cmp_sev);
+	*n_out = n;
+	return e;
+}
+
+/*
+ * A site is a variable when its live blocks together reach the process's --min-size (issue 19): sites of
+ * small blocks whose peak live bytes stay below it are marked in pc->site_small.  Profiles without
+ * min_size in META (or 0) mark nothing.
+ */
+static int mark_small_sites(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
+{
+	uint64_t ms = min_size_of(pd);
+	uint32_t max_site = 0;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blks[i].site > max_site)
+			max_site = pc->blks[i].site;
+	if (!ms || !max_site)
+		return 0;
+	uint32_t *key = malloc((pc->n_blks ? pc->n_blks : 1) * sizeof(*key));
+	pc->site_small = calloc(max_site + 1, 1);
+	if (!key || !pc->site_small) {
+		free(key);
+		return NK_ENOMEM;
+	}
+	pc->n_site_small = max_site + 1;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		key[i] = pc->blks[i].site ? pc->blks[i].site : UINT32_MAX;
+	size_t n = 0;
+	struct sev *e = site_events(pc, key, &n);
+	free(key);
+	if (!e)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n;) {
+		uint32_t site = e[i].key;
+		int64_t bytes = 0, peak = 0;
+		for (; i < n && e[i].key == site; i++) {
+			bytes += e[i].bytes;
+			if (bytes > peak)
+				peak = bytes;
+		}
+		pc->site_small[site] = (uint64_t)peak < ms;
+	}
+	free(e);
+	return 0;
+}
+
+/* The site members of the heap variables of process @p proc (whole profile only). */
+static int site_stats(struct ctx *c, size_t proc, struct proc_ctx *pc)
+{
+	const struct nk__nkp_process_data *pd = &c->p->procs[proc];
+	struct nk__analysis *a = c->a;
+	uint32_t max_site = 0;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blks[i].site > max_site)
+			max_site = pc->blks[i].site;
+	int *sv = malloc((max_site + 1) * sizeof(int));
+	uint32_t *key = malloc((pc->n_blks ? pc->n_blks : 1) * sizeof(*key));
+	if (!sv || !key) {
+		free(sv);
+		free(key);
+		return NK_ENOMEM;
+	}
+	for (uint32_t s = 0; s <= max_site; s++)
+		sv[s] = -1;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blk_var[i] >= 0 && pc->blks[i].site)
+			sv[pc->blks[i].site] = pc->blk_var[i];
+	/* thread -> blocks of each variable: counted in a small table per variable */
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		int v = pc->blks[i].site ? sv[pc->blks[i].site] : -1;
+		key[i] = v >= 0 ? (uint32_t)v : UINT32_MAX;
+		if (v < 0)
+			continue;
+		struct nk__an_var *var = &a->vars[v];
+		var->site = 1;
+		var->site_blocks++;
+		if (pc->blks[i].died == UINT64_MAX) {
+			var->site_live++;
+			var->site_bytes_live += pc->blks[i].hi - pc->blks[i].lo;
+		}
+	}
+	/* allocating thread: the one with most blocks of the variable (a pass per thread of the process) */
+	for (size_t t = 0; t < pd->n_threads + 1; t++) {
+		uint32_t tid = t < pd->n_threads ? pd->threads[t].tid : 0;
+		uint64_t *cnt = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		if (!cnt) {
+			free(sv);
+			free(key);
+			return NK_ENOMEM;
+		}
+		for (size_t i = 0; i < pc->n_blks; i++)
+			if (key[i] != UINT32_MAX &&
+			    (t < pd->n_threads ? pc->blks[i].tid == tid : !thread_known(pd, pc->blks[i].tid)))
+				cnt[key[i]]++;
+		for (size_t v = 0; v < a->n_vars; v++) {
+			if (!cnt[v] || cnt[v] <= a->vars[v].alloc_thread_blocks)
+				continue;
+			int th = t < pd->n_threads ? thread_get(c, (uint32_t)proc, tid, -1) : -1;
+			a->vars[v].alloc_thread = th;
+			a->vars[v].alloc_thread_blocks = cnt[v];
+		}
+		free(cnt);
+	}
+	size_t n = 0;
+	struct sev *e = site_events(pc, key, &n);
+	free(sv);
+	free(key);
+	if (!e)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n;) {
+		uint32_t v = e[i].key;
+		int64_t blocks = 0, bytes = 0, pb = 0, pbytes = 0;
+		for (; i < n && e[i].key == v; i++) {
+			blocks += e[i].blocks;
+			bytes += e[i].bytes;
+			if (blocks > pb)
+				pb = blocks;
+			if (bytes > pbytes)
+				pbytes = bytes;
+		}
+		a->vars[v].site_peak += (uint64_t)pb;
+		a->vars[v].site_bytes_peak += (uint64_t)pbytes;
+	}
+	free(e);
+	return 0;
+}
+
 static void free_pc(struct proc_ctx *pc)
 {
+	free(pc->site_small);
 	free(pc->blks);
 	free(pc->blk_var);
 	free(pc->statics);
@@ -888,6 +1073,8 @@ static int attribute_all(struct ctx *c)
 		pc.last_var = -1;
 		pc.anon_var = -1;
 		int rc = build_blocks(pd, &pc);
+		if (!rc)
+			rc = mark_small_sites(pd, &pc);
 		pc.name_var = malloc((pd->n_names ? pd->n_names : 1) * sizeof(int));
 		pc.stack_var = malloc((pd->n_threads ? pd->n_threads : 1) * sizeof(int));
 		if (rc || !pc.name_var || !pc.stack_var) {
@@ -989,6 +1176,23 @@ static int attribute_all(struct ctx *c)
 				as->access = sm->access;
 				as->first_touch = ip->ft;
 			}
+			struct nk__an_var *av = &c->a->vars[v];
+			if (av->kind == NK__VAR_HEAP) { /* users of a heap variable, by accesses */
+				int u = 0;
+				while (u < av->n_users && av->users[u].thread != th)
+					u++;
+				if (u == av->n_users && u < NK__AN_TOP_USERS) {
+					av->users[u].thread = th;
+					av->users[u].acc = 0;
+					av->n_users++;
+				}
+				if (u < av->n_users)
+					av->users[u].acc += r->w;
+			}
+		}
+		if (c->only_phase < 0 && site_stats(c, i, &pc)) {
+			free_pc(&pc);
+			return NK_ENOMEM;
 		}
 		free_pc(&pc);
 	}

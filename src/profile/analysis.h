@@ -66,6 +66,8 @@ struct nk__an_line {
 	uint64_t acc, remote;
 };
 
+#define NK__AN_TOP_USERS 8 /* threads listed as users of a heap site */
+
 struct nk__an_var {
 	int kind;             /* enum nk__var_kind */
 	char *name;           /* what the report shows: "grid", "main.c:12 (init)", "stack of thread 3" */
@@ -105,6 +107,16 @@ struct nk__an_var {
 	const char *policy;   /* numakit policy for the fix ("block", "cyclic", "weighted"), NULL none */
 	char *explain;        /* one sentence: why the diagnosis, naming the first-touch site */
 	size_t created;       /* order of creation (internal: keeps per-phase counts aligned after sorting) */
+	/* Heap sites (issue 19), over every block of the site's allocations in the profile, sampled or not
+	 * (summed over processes and site ids of the key; whole profile only, 0 in phases): */
+	int site;                       /* 1: these members are filled (a heap variable of ALLOC records) */
+	uint64_t site_blocks;           /* blocks allocated */
+	uint64_t site_live, site_peak;  /* blocks live at the end of the run / at most at once */
+	uint64_t site_bytes_live, site_bytes_peak; /* their bytes (peak: at the time of most bytes live) */
+	int alloc_thread;               /* thread (index into threads) that allocated most blocks, -1 unknown */
+	uint64_t alloc_thread_blocks;   /* blocks it allocated */
+	struct { int thread; uint64_t acc; } users[NK__AN_TOP_USERS]; /* threads using it, by accesses */
+	int n_users;
 };
 
 struct nk__an_thread {

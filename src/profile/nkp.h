@@ -73,6 +73,8 @@ enum nk__nkp_type {
 	NK__NKP_SAMPLES = 12, /* an array of struct nk__nkp_sample (length a multiple of its size) */
 	NK__NKP_END = 13,     /* JSON text: how the process ended, runtime counters */
 	NK__NKP_TRAILER = 14, /* struct nk__nkp_trailer: last record of a merged file */
+	NK__NKP_BLOCKS = 15,  /* an array of struct nk__nkp_block: small blocks' allocations and frees, batched;
+			       * written with NK__NKP_OPTIONAL (a reader without it loses only the small blocks) */
 };
 
 /*
@@ -141,6 +143,23 @@ struct nk__nkp_free {
 	uint64_t time_ns;
 	uint32_t tid;
 	uint32_t id;   /* that ALLOC's id, 0 if unknown */
+};
+
+/*
+ * Heap blocks smaller than META min_size (issue 19), in the compact form the runtime batches: one event per
+ * allocation (kind != 0) or free (kind 0) of a block it recorded.  A reader turns them into allocs[] (id 0)
+ * and frees[] (id 0): attribution matches a free to the block of its address live at its time.  Events
+ * of a record are in the order they happened in the process; records of small blocks may come after
+ * records written later (a batch is written when full or when the part closes).
+ */
+struct nk__nkp_block {
+	uint64_t addr;
+	uint64_t time_ns;
+	uint32_t size;  /* bytes asked for (0 for a free) */
+	uint32_t site;  /* nk__nkp_site.id (0 for a free) */
+	uint32_t tid;
+	uint16_t kind;  /* enum nk__nkp_alloc_kind; 0: a free */
+	uint16_t reserved;
 };
 
 /* A name given to a range by the program (nk_profile_name) or by numakit (arrays). */
@@ -217,6 +236,7 @@ _Static_assert(sizeof(struct nk__nkp_sample) == 48, "sample layout");
 _Static_assert(sizeof(struct nk__nkp_thread) == 40, "thread layout");
 _Static_assert(sizeof(struct nk__nkp_alloc) == 40, "alloc layout");
 _Static_assert(sizeof(struct nk__nkp_free) == 24, "free layout");
+_Static_assert(sizeof(struct nk__nkp_block) == 32, "block layout");
 _Static_assert(sizeof(struct nk__nkp_phase) == 16, "phase layout");
 #endif
 

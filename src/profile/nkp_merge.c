@@ -345,6 +345,8 @@ static uint64_t time_of(uint32_t type, const unsigned char *pl, size_t len)
 		memcpy(&t, pl, sizeof t);
 	else if (type == NK__NKP_SAMPLES && len)
 		memcpy(&t, pl + len - sizeof(struct nk__nkp_sample), sizeof t);
+	else if (type == NK__NKP_BLOCKS && len)
+		memcpy(&t, pl + len - sizeof(struct nk__nkp_block) + offsetof(struct nk__nkp_block, time_ns), sizeof t);
 	return t;
 }
 
@@ -427,6 +429,23 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 			}
 			if ((rc = put_record(o, h.type, &a, sizeof a)))
 				return rc;
+			continue;
+		}
+		if (h.type == NK__NKP_BLOCKS) { /* sites fixed as for ALLOC; optional, as the runtime wrote it */
+			struct nk__nkp_record_header bh = { .type = NK__NKP_BLOCKS | NK__NKP_OPTIONAL, .length = len };
+			if ((rc = put(o, &bh, sizeof bh)))
+				return rc;
+			for (size_t i = 0; i < len / sizeof(struct nk__nkp_block); i++) {
+				struct nk__nkp_block b;
+				memcpy(&b, pl + i * sizeof b, sizeof b);
+				if (b.site && !idset_has(&c->sites, b.site)) {
+					b.site = 0;
+					fixed_site++;
+				}
+				if ((rc = put(o, &b, sizeof b)))
+					return rc;
+			}
+			o->records++;
 			continue;
 		}
 		struct nk__nkp_record_header copy = h;

@@ -29,7 +29,7 @@ static const char *const type_names[] = {
 	[NK__NKP_META] = "META",       [NK__NKP_MAPS] = "MAPS",	      [NK__NKP_THREAD] = "THREAD",
 	[NK__NKP_SITE] = "SITE",       [NK__NKP_ALLOC] = "ALLOC",     [NK__NKP_FREE] = "FREE",
 	[NK__NKP_NAME] = "NAME",       [NK__NKP_PHASE] = "PHASE",     [NK__NKP_SAMPLES] = "SAMPLES",
-	[NK__NKP_END] = "END",	       [NK__NKP_TRAILER] = "TRAILER",
+	[NK__NKP_END] = "END",	       [NK__NKP_TRAILER] = "TRAILER", [NK__NKP_BLOCKS] = "BLOCKS",
 };
 
 const char *nk__nkp_type_name(uint32_t type)
@@ -152,6 +152,17 @@ int nk__nkp_check_payload(uint32_t type, const unsigned char *p, size_t len, cha
 	}
 	case NK__NKP_FREE:
 		return check_size(len, sizeof(struct nk__nkp_free), why, n);
+	case NK__NKP_BLOCKS: {
+		struct nk__nkp_block b;
+		if (len % sizeof b)
+			return why_fmt(why, n, "length %zu is not a multiple of %zu", len, sizeof b);
+		for (size_t i = 0; i < len / sizeof b; i++) {
+			memcpy(&b, p + i * sizeof b, sizeof b);
+			if (b.kind > NK__ALLOC_STATIC || b.kind == NK__ALLOC_STATIC)
+				return why_fmt(why, n, "block %zu: kind %u out of range (0..6)", i, b.kind);
+		}
+		return 0;
+	}
 	case NK__NKP_NAME:
 		if (len < sizeof(struct nk__nkp_name))
 			return why_fmt(why, n, "length %zu, less than %zu", len, sizeof(struct nk__nkp_name));
@@ -505,6 +516,26 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 		if (reserve(&pd->frees, &r->cap_frees, pd->n_frees, 1, sizeof *pd->frees))
 			return oom(r);
 		memcpy(&pd->frees[pd->n_frees++], pl, sizeof *pd->frees);
+		return 0;
+	case NK__NKP_BLOCKS: /* small blocks: as ALLOC and FREE records of id 0 */
+		for (size_t i = 0; i < len / sizeof(struct nk__nkp_block); i++) {
+			struct nk__nkp_block b;
+			memcpy(&b, pl + i * sizeof b, sizeof b);
+			if (!b.kind) {
+				if (reserve(&pd->frees, &r->cap_frees, pd->n_frees, 1, sizeof *pd->frees))
+					return oom(r);
+				pd->frees[pd->n_frees++] =
+					(struct nk__nkp_free){ .addr = b.addr, .time_ns = b.time_ns, .tid = b.tid };
+				continue;
+			}
+			if (reserve(&pd->allocs, &r->cap_allocs, pd->n_allocs, 1, sizeof *pd->allocs) ||
+			    reserve(&r->alloc_off, &r->cap_alloc_off, pd->n_allocs, 1, sizeof *r->alloc_off))
+				return oom(r);
+			r->alloc_off[pd->n_allocs] = off;
+			pd->allocs[pd->n_allocs++] = (struct nk__nkp_alloc){
+				.addr = b.addr, .size = b.size, .time_ns = b.time_ns, .tid = b.tid, .site = b.site,
+				.kind = b.kind };
+		}
 		return 0;
 	case NK__NKP_NAME: {
 		struct nk__nkp_name_data nd;

@@ -306,6 +306,50 @@ static const char *ci_text(const struct nk__an_var *v, char *buf, size_t cap)
 	return buf;
 }
 
+
+static int users_sorted(const struct nk__an_var *v, int *ord);
+
+/* Heap sites with their blocks (issue 19): how many, how large, who allocated and who uses them. */
+static void sites_text(struct buf *b, const struct nk__analysis *a)
+{
+	int head = 0;
+	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
+		const struct nk__an_var *v = &a->vars[i];
+		char s1[32], s2[32];
+		int ord[NK__AN_TOP_USERS];
+		if (!v->site || !v->samples)
+			continue;
+		if (!head++)
+			bprintf(b, "\n== Allocation sites ==\n");
+		bprintf(b, "%s: %llu blocks (at most %llu live, %s; %llu live at the end, %s)\n", v->name,
+			(unsigned long long)v->site_blocks, (unsigned long long)v->site_peak,
+			fmt_size(v->site_bytes_peak, s1, sizeof s1), (unsigned long long)v->site_live,
+			fmt_size(v->site_bytes_live, s2, sizeof s2));
+		if (v->alloc_thread >= 0)
+			bprintf(b, "  allocated by %s (%.0f%% of the blocks)", a->threads[v->alloc_thread].label,
+				pct(v->alloc_thread_blocks, v->site_blocks));
+		else
+			bprintf(b, "  allocated by an unknown thread");
+		if (v->ft_where && v->ft_thread >= 0)
+			bprintf(b, ", first written by %s", a->threads[v->ft_thread].label);
+		bprintf(b, "\n  used by");
+		int n = users_sorted(v, ord);
+		uint64_t all = 0;
+		for (int k = 0; k < n; k++)
+			all += v->users[k].acc;
+		for (int k = 0; k < n && k < 4; k++)
+			bprintf(b, "%s %s (%.0f%%)", k ? "," : "", a->threads[v->users[ord[k]].thread].label,
+				pct(v->users[ord[k]].acc, all));
+		if (n > 4)
+			bprintf(b, ", ...");
+		bprintf(b, "\n  pages sampled by node:");
+		for (int k = 0; k < a->n_nodes; k++)
+			if (v->pages_on[k])
+				bprintf(b, " node %d %.0f%%", a->node_ids[k], pct(v->pages_on[k], v->pages));
+		bprintf(b, "\n");
+	}
+}
+
 static void text_report(const struct nk__analysis *a, struct buf *b)
 {
 	char s1[64], s2[128];
@@ -396,6 +440,7 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 		   "across nodes\n",
 		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
 		pct(a->pages_cross_shared, pg));
+	sites_text(b, a);
 
 	if (a->n_threads && a->n_nodes) {
 		bprintf(b, "\n== Threads x page nodes (%% of the thread's accesses) ==\n%-22s %5s", "thread", "runs");
@@ -498,6 +543,21 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 	return arr;
 }
 
+/* The users of heap variable @p v by accesses, descending, as indexes into v->users; returns how many. */
+static int users_sorted(const struct nk__an_var *v, int *ord)
+{
+	int n = v->n_users;
+	for (int i = 0; i < n; i++)
+		ord[i] = i;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v->users[ord[j]].acc > v->users[ord[j - 1]].acc; j--) {
+			int t = ord[j];
+			ord[j] = ord[j - 1];
+			ord[j - 1] = t;
+		}
+	return n;
+}
+
 /* One variable: the same members at the top level and in each phase (docs/report.md). */
 static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v)
 {
@@ -558,6 +618,27 @@ static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v
 	json_object_set_new(o, "explanation", json_string(v->explain));
 	json_object_set_new(o, "fix", json_string(nk__an_fix_name(v->fix)));
 	json_object_set_new(o, "policy", v->policy ? json_string(v->policy) : json_null());
+	if (v->site) {
+		json_t *st = json_object(), *users = json_array();
+		int ord[NK__AN_TOP_USERS];
+		int n = users_sorted(v, ord);
+		json_object_set_new(st, "blocks", json_integer((json_int_t)v->site_blocks));
+		json_object_set_new(st, "blocks_live", json_integer((json_int_t)v->site_live));
+		json_object_set_new(st, "blocks_peak", json_integer((json_int_t)v->site_peak));
+		json_object_set_new(st, "bytes_live", json_integer((json_int_t)v->site_bytes_live));
+		json_object_set_new(st, "bytes_peak", json_integer((json_int_t)v->site_bytes_peak));
+		json_object_set_new(st, "allocated_by", v->alloc_thread >= 0 ? json_string(a->threads[v->alloc_thread].label)
+									   : json_null());
+		json_object_set_new(st, "allocated_by_blocks", json_integer((json_int_t)v->alloc_thread_blocks));
+		for (int k = 0; k < n; k++) {
+			json_t *u = json_object();
+			json_object_set_new(u, "thread", json_string(a->threads[v->users[ord[k]].thread].label));
+			json_object_set_new(u, "accesses", json_integer((json_int_t)v->users[ord[k]].acc));
+			json_array_append_new(users, u);
+		}
+		json_object_set_new(st, "used_by", users);
+		json_object_set_new(o, "site", st);
+	}
 	return o;
 }
 

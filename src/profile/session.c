@@ -280,6 +280,8 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MIN_SIZE=%zu", o->min_size));
 	if (ok && o->roi)
 		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_ROI=1"));
+	if (ok && o->small_blocks)
+		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_SMALL_BLOCKS=1"));
 	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
 	if (ok && o->max_overhead > 0)
 		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
@@ -621,6 +623,8 @@ static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *er
 		return nk__error(err, NK_EINVAL,
 				 "rate %g: the trace sampler records one access in RATE, an integer >= 1",
 				 o->rate);
+	if (o->small_blocks != 0 && o->small_blocks != 1)
+		return nk__error(err, NK_EINVAL, "small_blocks must be 0 or 1");
 	if (o->roi != 0 && o->roi != 1)
 		return nk__error(err, NK_EINVAL, "roi must be 0 or 1");
 	return 0;

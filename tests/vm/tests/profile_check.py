@@ -209,6 +209,54 @@ def check_accuracy(c, pf, tr, src):
              % (label, 100 * fa, 100 * fb, round(100 * TOL)))
 
 
+def check_site(c, rep, src, alloc, init, remote, tol):
+    """A heap site of small blocks (issue 19): sampled, named by its file:line (the TRUTH:alloc line, or
+    when the compiler inlined an allocator header, any variable whose site member exists and whose
+    name holds the file), a hot-spot allocated by thread 0 and first written by it, and its remote
+    fraction at least remote - tol (a floor, see below)."""
+    j = load(rep)
+    vs = variables(j)
+    base = src.rsplit("/", 1)[-1]
+    at = "%s:%d" % (base, truth_line(src, alloc))
+    c.ok(j.get("samples", 0) > 0, "samples %s (not zero)" % j.get("samples"))
+    v = find_var(vs, where=at)
+    if v is None or v.get("site") is None:
+        # C++: the allocation is inlined from the allocator's header (new_allocator.h), and the site is
+        # named by the innermost inlined location; the call chain of inlined frames is not read yet.
+        sites = [x for x in vs if x.get("site")]
+        inlined = [x for x in sites if ".h:" in x.get("name", "")]
+        if not c.ok(bool(inlined) and src.endswith((".cc", ".cpp")),
+                    "heap site named %s, with its blocks (variables: %s)" % (at, describe(vs))):
+            return
+        v = max(inlined, key=lambda x: x.get("samples", 0))
+        print("note: %s is named by its inlined allocator header (%s): the inline chain is not read yet"
+              % (at, v.get("name")))
+    st = v.get("site") or {}
+    c.ok(st.get("blocks", 0) > 1, "%s: %s blocks" % (v.get("name"), st.get("blocks")))
+    c.ok(st.get("allocated_by") == "thread 0", "%s allocated by thread 0 (got %s)" % (v.get("name"), st.get("allocated_by")))
+    c.ok("hotspot" in diagnosis(v), "%s diagnosed hot-spot (got '%s')" % (v.get("name"), diagnosis(v)))
+    ft = v.get("first_touch") or {}
+    if not ft:
+        # malloc writes a chunk header into a row's page before the program does: that write, by the
+        # allocating thread, placed the page, and no first-touch sample can follow (docs/profile.md)
+        print("note: %s has no first-touch sample: its pages were placed by malloc's header writes "
+              "(allocated by %s)" % (v.get("name"), st.get("allocated_by")))
+        init = None
+    if init:
+        at_init = "%s:%d" % (base, truth_line(src, init))
+        c.ok(re.search(re.escape(at_init) + r"(?!\d)", text(ft)) is not None,
+             "%s first touch at %s (got %s)" % (v.get("name"), at_init, text(ft)[:200]))
+    if ft:
+        c.ok(ft.get("thread") == "thread 0", "%s first written by thread 0 (got %s)" % (v.get("name"), ft.get("thread")))
+    rf = remote_fraction(v)
+    # Not yet checked against a truth: measured 0.50 (grid), 0.59 (list), 0.55 (vector of vectors) in
+    # 4n-slit-ic4 where one serial init and 6 sweeps by 4 threads on 4 nodes make 6/7 x 3/4 = 0.64 of the
+    # accesses remote (prof_hotspot's pattern, which pagefault gets within 3 points).  The gap is open
+    # (issue 19: compare with the trace sampler); here only: mostly remote, as a hot-spot is.
+    c.ok(rf is not None and rf >= remote - tol,
+         "%s remote fraction %s at least %.2f (a hot-spot on the master's node)" % (v.get("name"), rf, remote - tol))
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__)
@@ -223,6 +271,9 @@ def main(argv):
         check_sweeps(c, argv[2], argv[3])
     elif what == "processes":
         check_processes(c, argv[2], int(argv[3]))
+    elif what == "site":
+        # site REPORT SRC ALLOC_MARKER INIT_MARKER|- REMOTE TOL
+        check_site(c, argv[2], argv[3], argv[4], None if argv[5] == "-" else argv[5], float(argv[6]), float(argv[7]))
     elif what == "accuracy":
         check_accuracy(c, argv[2], argv[3], argv[4])
     else:
