@@ -126,6 +126,28 @@ def t_threads(args, d):
         check(t["stack_lo"] < t["stack_hi"], "stack range of %s" % t)
 
 
+def t_alloc_small(args, d):
+    # NK_PROF_SMALL_BLOCKS=1 (numakit profile --small-blocks, issue 19): the 100-byte block is recorded by
+    # its site in a BLOCKS record (an allocation with its size and a SITE, then its free), large blocks
+    # stay ALLOC/FREE records as without it.
+    p = run(args, d, [args.prog, "alloc"], extra_env={"NK_PROF_SMALL_BLOCKS": "1"})
+    check(p.returncode == 0, "exit status %d (%s)" % (p.returncode, p.stderr))
+    ps = parts(d)
+    check(len(ps) == 1, "%d parts" % len(ps))
+    part = next(iter(ps.values()))
+    well_formed(part, "exit")
+    big, small = (int(x) for x in p.stdout.split()[:2])
+    ev = [e for r in recs(part, "BLOCKS") for e in r]
+    mine = [e for e in ev if e["addr"] == small]
+    al = [e for e in mine if e["size"]]
+    check(len(al) == 1 and al[0]["size"] == 100 and al[0]["kind"] == KIND["MALLOC"], "small ALLOC event %s" % mine)
+    sites = {s["id"] for s in recs(part, "SITE")}
+    check(al and al[0]["site"] in sites, "small block's SITE %s" % (al[0]["site"] if al else None))
+    check(any(e["size"] == 0 and e["time_ns"] >= al[0]["time_ns"] for e in mine), "small block's free event")
+    check(any(a["addr"] == big for a in recs(part, "ALLOC")), "the 1 MiB block is still an ALLOC record")
+    check(all(e["size"] < 65536 for e in ev if e["size"]), "a block of min_size or more in BLOCKS")
+
+
 def t_alloc(args, d):
     p, part = single(args, d, [args.prog, "alloc"], "exit", status=0)
     big, small, c, q, mm, bss, r0, r = (int(x) for x in p.stdout.split())
@@ -141,6 +163,7 @@ def t_alloc(args, d):
     sites = {s["id"]: s for s in recs(part, "SITE")}
     check(big in allocs and allocs[big]["size"] == 1 << 20 and allocs[big]["kind"] == KIND["MALLOC"], "1 MiB ALLOC")
     check(small not in allocs, "a 100-byte block tracked")
+    check(not recs(part, "BLOCKS"), "small blocks recorded without NK_PROF_SMALL_BLOCKS=1")
     check(c in allocs and allocs[c]["kind"] == KIND["CALLOC"], "calloc ALLOC")
     check(q in allocs and allocs[q]["kind"] == KIND["MEMALIGN"], "posix_memalign ALLOC")
     check(mm in allocs and allocs[mm]["kind"] == KIND["MMAP"], "mmap ALLOC")

@@ -8,8 +8,10 @@ import struct
 import sys
 
 TYPES = {1: "RUN", 2: "MACHINE", 3: "PROCESS", 4: "META", 5: "MAPS", 6: "THREAD", 7: "SITE", 8: "ALLOC",
-         9: "FREE", 10: "NAME", 11: "PHASE", 12: "SAMPLES", 13: "END", 14: "TRAILER"}
+         9: "FREE", 10: "NAME", 11: "PHASE", 12: "SAMPLES", 13: "END", 14: "TRAILER", 15: "BLOCKS"}
 SAMPLE = struct.Struct("<QQQIIIhhhHBBBB")
+BLOCK = struct.Struct("<QQIIIHH")  # small-block events (--small-blocks): addr, time, size, site, tid, kind, reserved
+assert BLOCK.size == 32
 assert SAMPLE.size == 48
 
 
@@ -51,6 +53,11 @@ def decode(t, p):
         if len(p) % 48:
             raise PartError("SAMPLES length")
         return name, [SAMPLE.unpack_from(p, o) for o in range(0, len(p), 48)]
+    if name == "BLOCKS":
+        if len(p) % BLOCK.size:
+            raise PartError("BLOCKS length")
+        return name, [dict(zip(("addr", "time_ns", "size", "site", "tid", "kind", "reserved"),
+                               BLOCK.unpack_from(p, o))) for o in range(0, len(p), BLOCK.size)]
     return name, p
 
 
