@@ -366,7 +366,14 @@ def t_ring(args, d):
     samples = [s for v in recs(part, "SAMPLES") for s in v]
     check(len(samples) == end["samples"] and 0 < len(samples) <= 200, "%d samples, END %s" % (len(samples), end))
     check(end["dropped"] > 0, "budget never reached: %s" % end)
-    check(len(recs(part, "SAMPLES")) >= 2, "one SAMPLES record only: the flusher did not run")
+    # The flusher drains every 50 ms: one SAMPLES record means it never ran while samples came, unless the
+    # whole budget went in the first burst, before its first drain (first touches of the fresh block go out
+    # at once since the fault handler places them: the suite once saw that, END budget_spent_ns says when).
+    first = min(s[0] for s in samples) if samples else 0
+    burst = end.get("budget_spent_ns", 0) and end["budget_spent_ns"] - first < 50000000
+    check(len(recs(part, "SAMPLES")) >= 2 or burst,
+          "one SAMPLES record only and the budget spent at %s ns (first sample %d ns): the flusher did not run"
+          % (end.get("budget_spent_ns"), first))
     blk = [a for a in recs(part, "ALLOC") if a["size"] == 8 << 20][0]
     pid = recs(part, "PROCESS")[0]["pid"]
     for s in samples:
