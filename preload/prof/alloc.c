@@ -1093,17 +1093,23 @@ void nkp_alloc_untrack_numakit(uintptr_t addr, size_t len)
 static uintptr_t seen_objs[MAX_OBJS];
 static size_t n_seen;
 
+/* 1 when the file name of @p path begins with one of @p prefixes[0..n). */
+static int name_starts(const char *path, const char *const *prefixes, size_t n)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(base, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
 static int excluded(const char *path)
 {
 	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libc.so", "libc-", "libpthread",
 					     "libdl.", "libdl-", "libnumakit", "libhwloc", "libjansson", "libdw",
 					     "libelf", "libgcc_s", "linux-vdso", "linux-gate" };
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
-		if (!strncmp(base, skip[i], strlen(skip[i])))
-			return 1;
-	return 0;
+	return name_starts(path, skip, sizeof skip / sizeof skip[0]);
 }
 
 static int skip_alloc(const char *path)
@@ -1111,12 +1117,7 @@ static int skip_alloc(const char *path)
 	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libpthread", "libdl.", "libdl-",
 					     "libgomp", "libomp", "libiomp", "libnumakit", "libhwloc", "libjansson",
 					     "libdw", "libelf", "libgcc_s", "libz.", "libzstd", "liblzma", "libbz2" };
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
-		if (!strncmp(base, skip[i], strlen(skip[i])))
-			return 1;
-	return 0;
+	return name_starts(path, skip, sizeof skip / sizeof skip[0]);
 }
 
 static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)

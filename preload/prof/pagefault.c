@@ -266,15 +266,6 @@ static uint64_t pf_rng;
 
 /* ------------------------------------------------------------ helpers */
 
-static uint64_t pf_rand(uint64_t *s)
-{
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static unsigned pf_hash(uintptr_t page)
 {
 	uint64_t h = (uint64_t)(page >> pf_shift) * 0x9e3779b97f4a7c15ull;
@@ -895,7 +886,7 @@ static void pf_arm_joined(unsigned n0, uint64_t now)
 /* A uniform draw in [0, 1). */
 static double pf_unit(uint64_t *s)
 {
-	return (double)(pf_rand(s) >> 11) * (1.0 / 9007199254740992.0);
+	return (double)(nkp_rand(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static void pf_member_init(struct pf_member *mb, uintptr_t start, unsigned pages, int fresh)
@@ -1117,7 +1108,7 @@ static void pf_remove_members(unsigned k)
 {
 	pthread_mutex_lock(&pf_lock);
 	while (k-- && pf_n_mem)
-		pf_remove_member((unsigned)(pf_rand(&pf_rng) % pf_n_mem));
+		pf_remove_member((unsigned)(nkp_rand(&pf_rng) % pf_n_mem));
 	pthread_mutex_unlock(&pf_lock);
 }
 
@@ -1337,9 +1328,9 @@ void nkp_pf_start(void)
 	pf_ps = (uintptr_t)(nkp.page_size > 0 ? nkp.page_size : ps > 0 ? ps : 4096);
 	pf_shift = (uintptr_t)__builtin_ctzl(pf_ps);
 	pf_rng = nkp.seed ? nkp.seed : (uint64_t)nkp_now() ^ (uint64_t)getpid() << 32;
-	pf_rand(&pf_rng);
+	nkp_rand(&pf_rng);
 	pf_blk_rng = pf_rng ^ 0x5bd1e995u;
-	pf_rand(&pf_blk_rng);
+	nkp_rand(&pf_blk_rng);
 	/* Rounds every 10 ms whatever the rate (the rate sets how many pages are members): a member is
 	 * revoked again 10-20 ms after its fault, so visits further apart than that are told apart. */
 	atomic_store(&pf_period_ns, 10000000u);

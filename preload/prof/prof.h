@@ -60,6 +60,15 @@
 
 #define NKP_API __attribute__((visibility("default")))
 
+/** splitmix64: the samplers' random draws (pagefault's members, timer's first periods).  AS-safe. */
+static inline uint64_t nkp_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* ---- runtime.c ---- */
 struct nkp_state {
 	int active;        /* NK_PROF_DIR was set and the part file is open */

@@ -93,14 +93,6 @@ static _Thread_local unsigned tm_calls __attribute__((tls_model("initial-exec"))
 static atomic_ulong tm_slowed;
 static _Thread_local uint64_t tm_rng __attribute__((tls_model("initial-exec")));
 
-static uint64_t tm_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* The node of the page at @p addr: >= 0, -ENOENT not populated yet, other negative unknown.  AS-safe. */
 static int tm_page_node(uintptr_t addr)
 {
@@ -338,7 +330,7 @@ void nkp_timer_thread_begin(void)
 		pthread_setspecific(tm_key, (void *)1); /* its destructor deletes the timer at thread exit */
 	/* The first signal after a random part of a period: threads started together do not tick together. */
 	tm_rng = nkp.seed ^ ((uint64_t)nkp_tid() << 20) ^ 0x51ed27u;
-	uint64_t first = 1 + tm_rand(&tm_rng) % tm_period_ns;
+	uint64_t first = 1 + nkp_rand(&tm_rng) % tm_period_ns;
 	memset(&its, 0, sizeof its);
 	its.it_value.tv_sec = (time_t)(first / 1000000000u);
 	its.it_value.tv_nsec = (long)(first % 1000000000u);

@@ -60,7 +60,7 @@ size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts,
 	if (!n)
 		return 0;
 	for (size_t i = 0; i < max; i++)
-		starts[i] = (uintptr_t)(pf_rand(rng) % n);
+		starts[i] = (uintptr_t)(nkp_rand(rng) % n);
 	for (size_t i = 1; i < max; i++) /* address order, as the registry gives them */
 		for (size_t j = i; j > 0 && starts[j - 1] > starts[j]; j--) {
 			uintptr_t t = starts[j];
