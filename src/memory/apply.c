@@ -201,19 +201,31 @@ static void group_by_dest(struct apply *a, size_t n)
  * unwritten, so after any failure the pages are queried again: the first
  * page not on its destination names the stretch that failed.
  */
-#define MOVE_BUSY_ROUNDS 4
+#define MOVE_BUSY_ROUNDS 6
+
+/* A page that was resident when queried and that move_pages now reports
+ * busy, locked, or absent (-ENOENT: the migration entry of a page kcompactd
+ * is moving at that instant) is worth another round.  The CI saw one such
+ * page of 82272 counted failed after four immediate rounds (stop 22). */
+static int transient(int s)
+{
+	return s == -EBUSY || s == -EAGAIN || s == -ENOENT;
+}
 
 static int move_work(struct apply *a, size_t n)
 {
 	const struct nk__memops *ops = a->ops;
-	int rc = 0, busy_rounds = 0;
+	int rc = 0, busy_rounds = 0, kept_busy = 0;
 
 	while (n) {
 		/* A page the kernel is migrating or has locked at this instant
 		 * (compaction on a nearly full node, a racing fault) reports
-		 * -EBUSY/-EAGAIN; a few more rounds usually get it (seen in the
-		 * fallback guest test: 153 of 79632 pages under pressure). */
-		int kept_busy = 0;
+		 * -EBUSY/-EAGAIN/-ENOENT; a few more rounds, each after a longer
+		 * wait, usually get it (seen in the fallback guest test: 153 of
+		 * 79632 pages under pressure). */
+		if (kept_busy && ops->backoff)
+			ops->backoff(ops->ctx, busy_rounds - 1);
+		kept_busy = 0;
 		group_by_dest(a, n);
 		for (size_t k = 0; k < n; k++) {
 			a->call_addr[k] = a->addr[a->w[k]];
@@ -244,7 +256,7 @@ static int move_work(struct apply *a, size_t n)
 			if (s == a->dest[i])
 				continue;
 			if (exact) {
-				if ((s == -EBUSY || s == -EAGAIN) && busy_rounds < MOVE_BUSY_ROUNDS) {
+				if (transient(s) && busy_rounds < MOVE_BUSY_ROUNDS) {
 					kept_busy = 1;
 					a->w[left++] = i;
 					continue;

@@ -32,6 +32,9 @@ struct nk__memops {
 	int (*mapped)(void *ctx, const void *addr, size_t len);
 	/* free memory of a node right now (NK_E* code on failure) */
 	int (*node_meminfo)(void *ctx, int node, uint64_t *total, uint64_t *free_bytes);
+	/* wait before retry @p round (0, 1, ...) of pages the kernel had busy;
+	 * NULL: retry at once */
+	void (*backoff)(void *ctx, int round);
 	/* base page size */
 	size_t page_size;
 	void *ctx;

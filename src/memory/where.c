@@ -36,12 +36,20 @@ static int os_node_meminfo(void *ctx, int node, uint64_t *total, uint64_t *free_
 	return nk__os_node_meminfo(node, total, free_bytes);
 }
 
+/* 1, 2, 4, ... 32 ms: long enough for kcompactd to finish a page under TCG */
+static void os_backoff(void *ctx, int round)
+{
+	(void)ctx;
+	nk__os_sleep_ms(1 << (round < 5 ? round : 5));
+}
+
 const struct nk__memops nk__memops_os = {
 	.move_pages = os_move_pages,
 	.mbind = os_mbind,
 	.populate = os_populate,
 	.mapped = os_mapped,
 	.node_meminfo = os_node_meminfo,
+	.backoff = os_backoff,
 	.page_size = 0, /* nk__os_page_size() at call time */
 	.ctx = NULL,
 };
