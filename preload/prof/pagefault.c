@@ -190,6 +190,10 @@ static atomic_ulong pf_released;    /* pages ever given back (retry logic) */
 static atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 static atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
 static atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
+static atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
+/* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
+static _Atomic uint64_t pf_fault_ns[PF_SLOTS];
+#define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */ /* wake-ups after their due time; parked first touches resolved */
 static atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 static atomic_int pf_running;       /* the sampler thread should go on */
 static atomic_uint pf_period_ns = 10000000u;
@@ -529,6 +533,7 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	}
 	struct nk__nkp_sample s;
 	pf_sample(&s, slot, a, t0);
+	atomic_store_explicit(&pf_fault_ns[pf_hash(page)], t0, memory_order_relaxed);
 	if (pf_restore(slot, page)) {
 		errno = saved_errno;
 		return 0;
@@ -1123,11 +1128,21 @@ static void pf_rearm(uint64_t now)
 	pthread_mutex_lock(&pf_lock);
 	for (unsigned i = 0; i < pf_n_mem; i++) {
 		struct pf_member *mb = &pf_mem[i];
-		unsigned absent = 0;
-		for (unsigned k = 0; k < mb->pages; k++)
-			if (pf_find(mb->start + ((uintptr_t)k << pf_shift)) < 0)
-				absent |= 1u << k;
-		unsigned again = absent & mb->seen;
+		unsigned absent = 0, over = 0;
+		for (unsigned k = 0; k < mb->pages; k++) {
+			uintptr_t page = mb->start + ((uintptr_t)k << pf_shift);
+			if (pf_find(page) >= 0)
+				continue;
+			absent |= 1u << k;
+			uint64_t f = atomic_load_explicit(&pf_fault_ns[pf_hash(page)], memory_order_relaxed);
+			if (now > f + PF_VISIT_NS)
+				over |= 1u << k;
+		}
+		/* Given back at least PF_VISIT_NS ago: its visit is over, revoke it now; given back just before
+		 * this round: at the next one (the visit may go on). */
+		unsigned again = absent & (mb->seen | over);
+		atomic_fetch_add_explicit(&pf_rearm_next, (unsigned)__builtin_popcount(again & ~mb->seen),
+					  memory_order_relaxed);
 		mb->seen = (uint16_t)(absent & ~again);
 		if (again) {
 			pf_idx[n] = i;
@@ -1193,10 +1208,17 @@ static void *pf_main(void *arg)
 			pthread_mutex_unlock(&pf_wake_lock);
 			if (!atomic_load_explicit(&pf_running, memory_order_acquire))
 				break;
+			struct timespec w;
+			clock_gettime(CLOCK_MONOTONIC, &w);
+			int64_t late = (int64_t)(w.tv_sec - ts.tv_sec) * 1000000000 + (w.tv_nsec - ts.tv_nsec);
+			if (late > 0)
+				atomic_fetch_add_explicit(&pf_late_ns, (uint64_t)late, memory_order_relaxed);
 		}
 		first = 0;
 
+		uint64_t tf = nkp_now();
 		pf_flush_pending();
+		atomic_fetch_add_explicit(&pf_flush_ns, nkp_now() - tf, memory_order_relaxed);
 		uint64_t now = nkp_now(), cost = atomic_load(&pf_cost_ns);
 		double frac = now > last ? (double)(cost - last_cost) / (double)(now - last) : 0;
 		atomic_store_explicit(&pf_over, frac > PF_MAX_OVERHEAD, memory_order_relaxed);
@@ -1402,6 +1424,9 @@ void nkp_pf_after_fork(void)
 	atomic_store(&pf_members_full, 0);
 	atomic_store(&pf_rounds, 0);
 	atomic_store(&pf_round_ns, 0);
+	atomic_store(&pf_late_ns, 0);
+	atomic_store(&pf_flush_ns, 0);
+	atomic_store(&pf_rearm_next, 0);
 	pf_thread_live = 0;
 	atomic_store(&pf_running, 0);
 	pf_rng ^= (uint64_t)getpid() << 17;
@@ -1451,6 +1476,9 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "members_full", atomic_load(&pf_members_full), 0);
 	nkp_end_put_kv(buf, cap, &n, "rounds", atomic_load(&pf_rounds), 0);
 	nkp_end_put_kv(buf, cap, &n, "round_ns", atomic_load(&pf_round_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "late_ns", atomic_load(&pf_late_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "flush_ns", atomic_load(&pf_flush_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "rearmed_next_round", atomic_load(&pf_rearm_next), 0);
 	nkp_end_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;
