@@ -1,6 +1,6 @@
 /*
  * libnumakit_plan.so: the runtime that `numakit run --plan` preloads to
- * apply a placement plan (src/advise/aplan.h, docs/plan-runtime.md) to an
+ * apply a placement plan (docs/plan.md, docs/plan-runtime.md) to an
  * unmodified program.  Internal contract between its files:
  *
  *   key.c      pure logic, unit-tested (tests/unit/test_plan_runtime.c):
