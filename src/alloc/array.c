@@ -99,7 +99,7 @@ static atomic_uint prof_arrays;
 static void prof_array_alloc(const nk_array *a)
 {
 	char name[32];
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 
 	if (!p || !p->array_alloc)
 		return;
@@ -109,7 +109,7 @@ static void prof_array_alloc(const nk_array *a)
 
 static void prof_array_free(const nk_array *a)
 {
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 
 	if (p && p->array_free)
 		p->array_free(a->data, a->map_len);

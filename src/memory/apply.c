@@ -582,7 +582,7 @@ static void choose_untouched_mode(struct apply *a)
 static const struct nk__runtime_hooks *prof_hooks(void)
 {
 	static const struct nk__runtime_hooks none;
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 	return p ? p : &none;
 }
 

@@ -12,13 +12,13 @@
 #include "numakit.h"
 #include "runtime/runtime.h"
 
-#define EACH_RUNTIME(h, t)                                                                                          \
+#define EACH_RUNTIME(h)                                                                                             \
 	for (int s_ = 0; s_ < NK__RUNTIME_NSLOTS; s_++)                                                            \
-		if (((h) = (t)[s_]) != NULL)
+		if (((h) = nk__runtime_hook(s_)) != NULL)
 
 int nk_profile_active(void)
 {
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 	return p && p->active ? p->active() : 0;
 }
 
@@ -26,9 +26,9 @@ int nk_profile_phase(const char *name)
 {
 	if (!name || !*name)
 		return NK_EINVAL;
-	const struct nk__runtime_hooks *const *t = nk__runtime_hooks(), *h;
+	const struct nk__runtime_hooks *h;
 	int rc = 0;
-	EACH_RUNTIME(h, t)
+	EACH_RUNTIME(h)
 	{
 		int r = h->phase ? h->phase(name) : 0;
 		if (!rc)
@@ -39,13 +39,13 @@ int nk_profile_phase(const char *name)
 
 int nk_profile_start(void)
 {
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 	return p && p->start ? p->start() : 0;
 }
 
 int nk_profile_stop(void)
 {
-	const struct nk__runtime_hooks *p = nk__runtime_hooks()[NK__RUNTIME_PROF];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 	return p && p->stop ? p->stop() : 0;
 }
 
@@ -53,9 +53,9 @@ int nk_profile_name(const void *addr, size_t len, const char *name)
 {
 	if (!addr || !len || !name || !*name)
 		return NK_EINVAL;
-	const struct nk__runtime_hooks *const *t = nk__runtime_hooks(), *h;
+	const struct nk__runtime_hooks *h;
 	int rc = 0;
-	EACH_RUNTIME(h, t)
+	EACH_RUNTIME(h)
 	{
 		int r = h->name ? h->name(addr, len, name) : 0;
 		if (!rc)

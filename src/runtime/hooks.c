@@ -17,12 +17,11 @@ static const char *const slot_sym[NK__RUNTIME_NSLOTS] = {
 static const struct nk__runtime_hooks *tables[NK__RUNTIME_NSLOTS];
 static atomic_int looked_up;
 
-const struct nk__runtime_hooks *const *nk__runtime_hooks(void)
+static void look_up(void)
 {
-	if (atomic_load_explicit(&looked_up, memory_order_acquire))
-		return tables;
 	/* Two threads may both get here: both find the same tables and store the same pointers, so there is
-	 * no lock (and no spinning, which a thread interrupted by a signal handler that calls in could not end). */
+	 * no lock (and no spinning, which a thread interrupted by a signal handler that calls in could not end).
+	 * Every access to tables[] is atomic: a thread past looked_up may read while a late one still stores. */
 	for (int s = 0; s < NK__RUNTIME_NSLOTS; s++) {
 		const struct nk__runtime_hooks *t = dlsym(RTLD_DEFAULT, slot_sym[s]);
 		if (t && (t->version != NK__RUNTIME_HOOKS_VERSION || t->size != sizeof *t))
@@ -30,5 +29,13 @@ const struct nk__runtime_hooks *const *nk__runtime_hooks(void)
 		__atomic_store_n(&tables[s], t, __ATOMIC_RELAXED);
 	}
 	atomic_store_explicit(&looked_up, 1, memory_order_release);
-	return tables;
+}
+
+const struct nk__runtime_hooks *nk__runtime_hook(int slot)
+{
+	if (slot < 0 || slot >= NK__RUNTIME_NSLOTS)
+		return NULL;
+	if (!atomic_load_explicit(&looked_up, memory_order_acquire))
+		look_up();
+	return __atomic_load_n(&tables[slot], __ATOMIC_RELAXED);
 }

@@ -5,11 +5,11 @@
  *
  * Two directions, nothing else crosses:
  *
- *   runtime -> library   A runtime offers the library one table of callbacks,
+ *   library calls runtime: A runtime offers the library one table of callbacks,
  *                        struct nk__runtime_hooks (below).  The library calls a runtime only through
  *                        it (src/runtime/hooks.c is the one place that finds tables; every caller goes
- *                        through nk__runtime_hooks()).
- *   library -> runtime   A runtime uses the public API of the shared libnumakit it links, the
+ *                        through nk__runtime_hook()).
+ *   runtime calls library: A runtime uses the public API of the shared libnumakit it links, the
  *                        accessors declared at the end of this header (exported by libnumakit.so under
  *                        nk__ names: the runtime never sees a private struct layout of the library), and
  *                        the internal static archive numakit_rtsupport (src/CMakeLists.txt: the part-file
@@ -88,11 +88,11 @@ enum nk__runtime_slot { NK__RUNTIME_PROF = 0, NK__RUNTIME_PLAN = 1, NK__RUNTIME_
 #define NK__RUNTIME_DEFINE(sym) __attribute__((visibility("default"))) const struct nk__runtime_hooks sym
 
 /**
- * In the library: the tables of the loaded runtimes, indexed by enum nk__runtime_slot, NULL where none.
- * Looked up once per process (dlsym, so not async-signal-safe the first time); then one acquire load.
- * Thread-safe: concurrent first calls look up the same answer.
+ * In the library: the table of the runtime in @p slot (enum nk__runtime_slot), NULL when none is loaded.
+ * All slots are looked up once per process (dlsym, so not async-signal-safe the first time); then two
+ * atomic loads.  Thread-safe without a lock: concurrent first calls look up the same answer.
  */
-const struct nk__runtime_hooks *const *nk__runtime_hooks(void);
+const struct nk__runtime_hooks *nk__runtime_hook(int slot);
 
 /* ---- what libnumakit exports to its runtimes (and to nothing else) ----
  * Default visibility in libnumakit.so under nk__ names; not part of the public API (no compatibility
