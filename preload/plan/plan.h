@@ -1,6 +1,6 @@
 /*
  * libnumakit_plan.so: the runtime that `numakit run --plan` preloads to
- * apply a placement plan (src/advise/aplan.h, docs/plan-runtime.md) to an
+ * apply a placement plan (docs/plan.md, docs/plan-runtime.md) to an
  * unmodified program.  Internal contract between its files:
  *
  *   key.c      pure logic, unit-tested (tests/unit/test_plan_runtime.c):
@@ -115,10 +115,8 @@ enum { NKPL_HEAP = 0, NKPL_REALLOC = 1, NKPL_MMAP = 2 };
  * current phase's).
  */
 void nkpl_block_born(int group, void *addr, size_t len, int how);
-/** Found by libnumakit's nk_profile_phase (src/profile/hooks.c) with dlsym: entries of phase @p name apply now. */
-NKPL_API int nkplan_hook_phase(const char *name);
-/** Found by nk_profile_name likewise: the range named @p name; entries of key "name:NAME" apply to it. */
-NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name);
+/* runtime.c's hook table (src/runtime/runtime.h) takes nk_profile_phase (entries of that phase apply now)
+ * and nk_profile_name (entries of key "name:NAME" apply to the range). */
 /** Tracked block @p addr of @p group is freed (unmapped: @p how NKPL_MMAP): with a log, log where its pages are (nk_where). */
 void nkpl_block_dies(int group, void *addr, size_t len, int how);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */

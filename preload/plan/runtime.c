@@ -24,8 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "advise/aplan.h"
 #include "plan.h"
+#include "runtime/runtime.h"
 
 uint64_t nkpl_page_size;
 
@@ -34,14 +34,16 @@ static struct {
 	int heap;          /* some group is a heap key */
 	pid_t pid;         /* the process that loaded the plan (children after fork print no summary) */
 	int log_fd;        /* -1 none */
-	nk_advice *plan;
+	nk_advice *plan;   /* read through the accessors of runtime/runtime.h only */
+	struct nk__advice_entry_info *ent; /* per entry, from nk__advice_entry */
+	size_t n_entries;
 	nk_machine *m;
 	nk_policy **pol;   /* per entry, NULL for "none" / "pages" / unparsable */
 	uint64_t *matched; /* per entry: variable instances seen */
 	uint64_t *applied; /* per entry: successful applications */
 	uint64_t *failed;  /* per entry: failed applications */
 	int *group;        /* per entry: its key group */
-	char **gkey;       /* per group: the key */
+	const char **gkey; /* per group: the key */
 	int *gheap;        /* per group: 1 heap key */
 	uintptr_t *saddr;  /* per group: static's address (0 unresolved) */
 	uint64_t *ssize;
@@ -240,7 +242,7 @@ int nkpl_site_group(uintptr_t ra)
 
 static const char *when_name(int w)
 {
-	return w == NK__WHEN_ALLOC ? "alloc" : w == NK__WHEN_FIRST_PARALLEL ? "first-parallel" : "phase";
+	return w == NK__ADVICE_AT_ALLOC ? "alloc" : w == NK__ADVICE_AT_FIRST_PARALLEL ? "first-parallel" : "phase";
 }
 
 static int apply_one(const nk_policy *p, uintptr_t lo, uintptr_t hi, nk_apply_result *sum, nk_error *err)
@@ -278,7 +280,7 @@ static int apply_one(const nk_policy *p, uintptr_t lo, uintptr_t hi, nk_apply_re
  */
 static void apply_entry(size_t e, const char *what, uintptr_t addr, uint64_t len, uintptr_t plo, uintptr_t phi)
 {
-	struct nk__aplan_entry *en = &st.plan->entries[e];
+	struct nk__advice_entry_info *en = &st.ent[e];
 	nk_apply_result sum;
 	nk_error err = { 0, "" };
 	int rc = 0;
@@ -302,13 +304,15 @@ static void apply_entry(size_t e, const char *what, uintptr_t addr, uint64_t len
 		uint64_t eps = en->page_size ? en->page_size : nkpl_page_size;
 		for (size_t i = 0; i < en->n_ranges && !rc; i++) {
 			uintptr_t a, b;
+			uint64_t first = 0, count = 0;
+			int node = -1;
 			char text[64];
 			nk_policy *p = NULL;
-			nkpl_range_bytes(addr, en->ranges[i].first, en->ranges[i].count, eps, plo, phi, nkpl_page_size,
-					 &a, &b);
+			(void)nk__advice_entry_range(st.plan, e, i, &first, &count, &node); /* i < n_ranges: cannot fail */
+			nkpl_range_bytes(addr, first, count, eps, plo, phi, nkpl_page_size, &a, &b);
 			if (a >= b)
 				continue;
-			snprintf(text, sizeof text, "bind:nodes=%d", en->ranges[i].node);
+			snprintf(text, sizeof text, "bind:nodes=%d", node);
 			rc = nk_policy_parse(text, &p, &err);
 			if (!rc)
 				rc = apply_one(p, a, b, &sum, &err);
@@ -337,11 +341,11 @@ static void apply_entry(size_t e, const char *what, uintptr_t addr, uint64_t len
 }
 
 /* Entries of group @p g due now: at allocation, or later ones whose moment has passed / is current. */
-static int due(const struct nk__aplan_entry *en, int at_birth)
+static int due(const struct nk__advice_entry_info *en, int at_birth)
 {
-	if (en->when == NK__WHEN_ALLOC)
+	if (en->when == NK__ADVICE_AT_ALLOC)
 		return at_birth;
-	if (en->when == NK__WHEN_FIRST_PARALLEL)
+	if (en->when == NK__ADVICE_AT_FIRST_PARALLEL)
 		return at_birth && atomic_load(&st.first_thread_done);
 	return at_birth && st.phase[0] && en->phase && !strcmp(en->phase, st.phase);
 }
@@ -351,8 +355,8 @@ void nkpl_block_born(int group, void *addr, size_t len, int how)
 	if (!st.active || group < 0 || (size_t)group >= st.n_groups)
 		return;
 	pthread_mutex_lock(&apply_lock);
-	for (size_t e = 0; e < st.plan->n_entries; e++)
-		if (st.group[e] == group && due(&st.plan->entries[e], 1))
+	for (size_t e = 0; e < st.n_entries; e++)
+		if (st.group[e] == group && due(&st.ent[e], 1))
 			apply_entry(e, how == NKPL_REALLOC ? "realloc" : how == NKPL_MMAP ? "mmap" : "heap", (uintptr_t)addr, len,
 				    (uintptr_t)addr,
 				    (uintptr_t)addr + len);
@@ -456,12 +460,12 @@ static void resolve_statics(void)
 		}
 	}
 	pthread_mutex_unlock(&obj_lock);
-	for (size_t e = 0; e < st.plan->n_entries; e++) {
+	for (size_t e = 0; e < st.n_entries; e++) {
 		int g = st.group[e];
 		if (!st.saddr[g] || st.matched[e] || strncmp(st.gkey[g], "static:", 7))
 			continue;
-		const struct nk__aplan_entry *en = &st.plan->entries[e];
-		if (en->when == NK__WHEN_ALLOC || due(en, 1)) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
+		if (en->when == NK__ADVICE_AT_ALLOC || due(en, 1)) {
 			uintptr_t lo, hi;
 			nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
 			apply_entry(e, "static", st.saddr[g], st.ssize[g], lo, hi);
@@ -471,16 +475,16 @@ static void resolve_statics(void)
 
 /* ---------------------------------------------------------------- phases, threads, dlopen */
 
-NKPL_API int nkplan_hook_phase(const char *name)
+static int nkplan_hook_phase(const char *name)
 {
 	if (!st.active || !name || nkpl_busy())
 		return 0;
 	pthread_mutex_lock(&apply_lock);
 	snprintf(st.phase, sizeof st.phase, "%s", name);
 	int any = 0;
-	for (size_t e = 0; e < st.plan->n_entries; e++) {
-		const struct nk__aplan_entry *en = &st.plan->entries[e];
-		if (en->when == NK__WHEN_PHASE && en->phase && !strcmp(en->phase, name)) {
+	for (size_t e = 0; e < st.n_entries; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
+		if (en->when == NK__ADVICE_AT_PHASE && en->phase && !strcmp(en->phase, name)) {
 			if (!any)
 				nkpl_log("phase %s", name);
 			any = 1;
@@ -491,7 +495,7 @@ NKPL_API int nkplan_hook_phase(const char *name)
 	return 0;
 }
 
-NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name)
+static int nkplan_hook_name(const void *addr, size_t len, const char *name)
 {
 	char key[300];
 	if (!st.active || !addr || !len || !name || nkpl_busy() ||
@@ -504,8 +508,8 @@ NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name)
 		/* the latest range given the name is the variable (as the analysis attributes) */
 		st.saddr[g] = (uintptr_t)addr;
 		st.ssize[g] = len;
-		for (size_t e = 0; e < st.plan->n_entries; e++)
-			if (st.group[e] == (int)g && due(&st.plan->entries[e], 1)) {
+		for (size_t e = 0; e < st.n_entries; e++)
+			if (st.group[e] == (int)g && due(&st.ent[e], 1)) {
 				uintptr_t lo, hi;
 				nkpl_inner_pages((uintptr_t)addr, len, nkpl_page_size, &lo, &hi);
 				apply_entry(e, "named", (uintptr_t)addr, len, lo, hi);
@@ -514,6 +518,13 @@ NKPL_API int nkplan_hook_name(const void *addr, size_t len, const char *name)
 	pthread_mutex_unlock(&apply_lock);
 	return 0;
 }
+
+/* The table libnumakit pulls (runtime/runtime.h): nk_profile_phase and nk_profile_name reach the hooks above. */
+NK__RUNTIME_DEFINE(NK__RUNTIME_SYM_PLAN) = {
+	NK__RUNTIME_HOOKS_HEADER,
+	.phase = nkplan_hook_phase,
+	.name = nkplan_hook_name,
+};
 
 /* The caller's object is one of numakit's runtimes (the profiler's flusher and sampler threads). */
 static int from_runtime(const void *ret)
@@ -539,8 +550,8 @@ NKPL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*f
 		pthread_mutex_lock(&apply_lock);
 		if (!atomic_exchange(&st.first_thread_done, 1)) {
 			int any = 0;
-			for (size_t e = 0; e < st.plan->n_entries; e++)
-				if (st.plan->entries[e].when == NK__WHEN_FIRST_PARALLEL) {
+			for (size_t e = 0; e < st.n_entries; e++)
+				if (st.ent[e].when == NK__ADVICE_AT_FIRST_PARALLEL) {
 					if (!any)
 						nkpl_log("first thread created: first-parallel entries");
 					any = 1;
@@ -605,14 +616,14 @@ static void summary(void)
 
 	if (!st.active || getpid() != st.pid)
 		return;
-	for (size_t e = 0; e < st.plan->n_entries; e++)
+	for (size_t e = 0; e < st.n_entries; e++)
 		if (st.applied[e])
 			n_applied++;
-	k = snprintf(buf, sizeof buf, "numakit run --plan: %zu of %zu entries applied", n_applied, st.plan->n_entries);
+	k = snprintf(buf, sizeof buf, "numakit run --plan: %zu of %zu entries applied", n_applied, st.n_entries);
 	used = k > 0 ? (size_t)k : 0;
 	const char *sep = "; never matched: ";
-	for (size_t e = 0; e < st.plan->n_entries && used < sizeof buf - 64; e++) {
-		const struct nk__aplan_entry *en = &st.plan->entries[e];
+	for (size_t e = 0; e < st.n_entries && used < sizeof buf - 64; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
 		if (st.matched[e])
 			continue;
 		k = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", sep, en->key,
@@ -621,8 +632,8 @@ static void summary(void)
 		sep = ", ";
 	}
 	sep = "; failed: ";
-	for (size_t e = 0; e < st.plan->n_entries && used < sizeof buf - 64; e++) {
-		const struct nk__aplan_entry *en = &st.plan->entries[e];
+	for (size_t e = 0; e < st.n_entries && used < sizeof buf - 64; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
 		if (!st.matched[e] || st.applied[e])
 			continue;
 		k = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", sep, en->key,
@@ -645,10 +656,10 @@ static void summary(void)
 			 (unsigned long long)st.ssize[g], w);
 	}
 	nkpl_log("summary: %.*s", (int)used, buf);
-	for (size_t e = 0; e < st.plan->n_entries; e++)
-		nkpl_log("entry %zu %s (%s%s%s): matched %llu applied %llu failed %llu", e, st.plan->entries[e].key,
-			 when_name(st.plan->entries[e].when), st.plan->entries[e].phase ? " " : "",
-			 st.plan->entries[e].phase ? st.plan->entries[e].phase : "",
+	for (size_t e = 0; e < st.n_entries; e++)
+		nkpl_log("entry %zu %s (%s%s%s): matched %llu applied %llu failed %llu", e, st.ent[e].key,
+			 when_name(st.ent[e].when), st.ent[e].phase ? " " : "",
+			 st.ent[e].phase ? st.ent[e].phase : "",
 			 (unsigned long long)st.matched[e], (unsigned long long)st.applied[e],
 			 (unsigned long long)st.failed[e]);
 	buf[used++] = '\n';
@@ -678,10 +689,7 @@ static int setup(const char *path)
 	 * already - libgomp binds the initial thread in its own constructor when OMP_PROC_BIND is set - so
 	 * its cpus are not checked here: seen in the 4n-slit guest, where the check refused every plan
 	 * with a pinning ("this process may not run on cpu 1") and the program ran without its plan. */
-	struct nk__aplan_pin pin = st.plan->pin;
-	memset(&st.plan->pin, 0, sizeof st.plan->pin);
-	rc = nk_advice_check(st.plan, st.m, &err);
-	st.plan->pin = pin;
+	rc = nk__advice_check_entries(st.plan, st.m, &err);
 	if (rc) {
 		complain("plan %s does not fit this machine: %s; running without it", path,
 			 err.message[0] ? err.message : nk_strerror(rc));
@@ -690,7 +698,8 @@ static int setup(const char *path)
 	nkpl_page_size = nk_machine_page_size(st.m);
 	if (!nkpl_page_size)
 		nkpl_page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	ne = st.plan->n_entries;
+	ne = st.n_entries = nk__advice_num_entries(st.plan);
+	st.ent = calloc(ne + 1, sizeof *st.ent);
 	st.pol = calloc(ne + 1, sizeof *st.pol);
 	st.matched = calloc(ne + 1, sizeof *st.matched);
 	st.applied = calloc(ne + 1, sizeof *st.applied);
@@ -700,13 +709,15 @@ static int setup(const char *path)
 	st.gheap = calloc(ne + 1, sizeof *st.gheap);
 	st.saddr = calloc(ne + 1, sizeof *st.saddr);
 	st.ssize = calloc(ne + 1, sizeof *st.ssize);
-	if (!st.pol || !st.matched || !st.applied || !st.failed || !st.group || !st.gkey || !st.gheap || !st.saddr ||
+	if (!st.ent || !st.pol || !st.matched || !st.applied || !st.failed || !st.group || !st.gkey || !st.gheap || !st.saddr ||
 	    !st.ssize) {
 		complain("out of memory; running without the plan");
 		return -1;
 	}
+	for (size_t e = 0; e < ne; e++)
+		(void)nk__advice_entry(st.plan, e, &st.ent[e]); /* e < ne: cannot fail */
 	for (size_t e = 0; e < ne; e++) {
-		const struct nk__aplan_entry *en = &st.plan->entries[e];
+		const struct nk__advice_entry_info *en = &st.ent[e];
 		size_t g;
 		for (g = 0; g < st.n_groups; g++)
 			if (!strcmp(st.gkey[g], en->key))

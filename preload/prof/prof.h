@@ -118,23 +118,8 @@ void nkp_leave(void);
 /** Let the calling runtime thread run on every cpu `numakit profile` was given (NK_PROF_CPUS); no-op without. */
 void nkp_own_thread_cpus(void);
 
-/* Hooks libnumakit's nk_profile_* functions find with dlsym(RTLD_DEFAULT)
- * (src/profile/hooks.c); exported by runtime.c.  Same contracts as the
- * public functions. */
-NKP_API int nkp_hook_active(void);
-NKP_API int nkp_hook_phase(const char *name);
-NKP_API int nkp_hook_start(void);
-NKP_API int nkp_hook_stop(void);
-NKP_API int nkp_hook_name(const void *addr, size_t len, const char *name);
-/* numakit's own allocators (nk_array...) report their blocks here, also via dlsym. */
-NKP_API void nkp_hook_alloc(const void *addr, size_t len, const char *name);
-NKP_API void nkp_hook_free(const void *addr, size_t len);
-/* nk_apply / next-touch tell the runtime that pages of [addr, addr+len) may have moved. */
-NKP_API void nkp_hook_moved(const void *addr, size_t len);
-/* nk_apply holds the region it places and its own buffers: the pagefault sampler gives back its pages there
- * and revokes none until nkp_hook_unhold(token).  -1: nothing held. */
-NKP_API int nkp_hook_hold(const void *addr, size_t len);
-NKP_API void nkp_hook_unhold(int token);
+/* libnumakit reaches the runtime only through the hook table runtime.c defines (src/runtime/runtime.h:
+ * nk_profile_*, nk_array allocations, nk_apply's hold/unhold and moved pages). */
 /** Append a MAPS record (/proc/self/maps now); no-op when inactive. */
 void nkp_write_maps(void);
 

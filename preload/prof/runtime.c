@@ -1,7 +1,7 @@
 /*
  * libnumakit_prof.so runtime core (prof.h): environment, the part file, the
  * sample ring and its flusher, threads, fork/exec/exit, fatal signals and the
- * signal interposers, the nkp_hook_* exports.
+ * signal interposers, the hook table libnumakit pulls (runtime/runtime.h).
  *
  * Locking: one writer lock (an atomic owner tid, not a pthread mutex, so a
  * fatal-signal handler can try it and tell whether it interrupted its own
@@ -33,6 +33,7 @@
 
 #include "prof.h"
 #include "profile/budget.h"
+#include "runtime/runtime.h"
 #include "util/list.h"
 
 #define NKP_EXPORT __attribute__((visibility("default")))
@@ -1415,12 +1416,12 @@ NKP_EXPORT void *dlopen(const char *file, int mode)
 static char *phase_names[MAX_PHASES]; /* id - 1 */
 static size_t n_phases;
 
-NKP_EXPORT int nkp_hook_active(void)
+static int nkp_hook_active(void)
 {
 	return nkp.active && !atomic_load(&closed);
 }
 
-NKP_EXPORT int nkp_hook_phase(const char *name)
+static int nkp_hook_phase(const char *name)
 {
 	if (!name || !*name)
 		return NK_EINVAL;
@@ -1470,17 +1471,17 @@ static int roi(int on)
 	return 0;
 }
 
-NKP_EXPORT int nkp_hook_start(void)
+static int nkp_hook_start(void)
 {
 	return roi(1);
 }
 
-NKP_EXPORT int nkp_hook_stop(void)
+static int nkp_hook_stop(void)
 {
 	return roi(0);
 }
 
-NKP_EXPORT int nkp_hook_name(const void *addr, size_t len, const char *name)
+static int nkp_hook_name(const void *addr, size_t len, const char *name)
 {
 	if (!addr || !len || !name || !*name)
 		return NK_EINVAL;
@@ -1494,7 +1495,7 @@ NKP_EXPORT int nkp_hook_name(const void *addr, size_t len, const char *name)
 	return 0;
 }
 
-NKP_EXPORT void nkp_hook_alloc(const void *addr, size_t len, const char *name)
+static void nkp_hook_alloc(const void *addr, size_t len, const char *name)
 {
 	if (!nkp.active || !addr || !len)
 		return;
@@ -1503,14 +1504,14 @@ NKP_EXPORT void nkp_hook_alloc(const void *addr, size_t len, const char *name)
 		(void)nkp_hook_name(addr, len, name);
 }
 
-NKP_EXPORT void nkp_hook_free(const void *addr, size_t len)
+static void nkp_hook_free(const void *addr, size_t len)
 {
 	if (!nkp.active || !addr)
 		return;
 	nkp_alloc_untrack_numakit((uintptr_t)addr, len);
 }
 
-NKP_EXPORT void nkp_hook_moved(const void *addr, size_t len)
+static void nkp_hook_moved(const void *addr, size_t len)
 {
 	if (!nkp.active || !addr || !len)
 		return;
@@ -1522,7 +1523,7 @@ NKP_EXPORT void nkp_hook_moved(const void *addr, size_t len)
 
 /* nk_apply is about to place [addr, addr+len): no page there may stay revoked meanwhile.  A token for
  * nkp_hook_unhold, or -1. */
-NKP_EXPORT int nkp_hook_hold(const void *addr, size_t len)
+static int nkp_hook_hold(const void *addr, size_t len)
 {
 	if (!nkp.active || !addr || !len || nkp.sampler != NK__SAMPLER_PAGEFAULT || !nkp_pf_hold)
 		return -1;
@@ -1530,11 +1531,26 @@ NKP_EXPORT int nkp_hook_hold(const void *addr, size_t len)
 	return nkp_pf_hold(a, a + len < a ? UINTPTR_MAX : a + len);
 }
 
-NKP_EXPORT void nkp_hook_unhold(int token)
+static void nkp_hook_unhold(int token)
 {
 	if (token >= 0 && nkp_pf_io_end)
 		nkp_pf_io_end(token);
 }
+
+/* The table libnumakit pulls (runtime/runtime.h): nk_profile_*, nk_array, nk_apply reach the hooks above. */
+NK__RUNTIME_DEFINE(NK__RUNTIME_SYM_PROF) = {
+	NK__RUNTIME_HOOKS_HEADER,
+	.active = nkp_hook_active,
+	.start = nkp_hook_start,
+	.stop = nkp_hook_stop,
+	.phase = nkp_hook_phase,
+	.name = nkp_hook_name,
+	.array_alloc = nkp_hook_alloc,
+	.array_free = nkp_hook_free,
+	.hold = nkp_hook_hold,
+	.unhold = nkp_hook_unhold,
+	.moved = nkp_hook_moved,
+};
 
 /* ---------------------------------------------------------------- start */
 

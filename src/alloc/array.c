@@ -9,7 +9,6 @@
  * state; it is a list under a mutex because lookups are rare (an API call
  * that needs geometry), never on an element access path.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,6 +20,7 @@
 #include "numakit.h"
 #include "alloc/array_impl.h"
 #include "os/os.h"
+#include "runtime/runtime.h"
 #include "util/list.h"
 
 /* Largest address space over-reserved to align an array (returned at once). */
@@ -91,48 +91,28 @@ static size_t data_alignment(int nnodes, size_t unit)
 
 /*
  * The profiler runtime (libnumakit_prof.so, issue 6) wants to know about
- * array memory: nkp_hook_alloc/nkp_hook_free, looked up once with
- * dlsym(RTLD_DEFAULT) like src/profile/hooks.c; absent outside the profiler.
+ * array memory: its array_alloc/array_free hooks (runtime/runtime.h);
+ * absent outside the profiler.
  */
-typedef void (*prof_alloc_fn)(const void *, size_t, const char *);
-typedef void (*prof_free_fn)(const void *, size_t);
-static prof_alloc_fn prof_alloc;
-static prof_free_fn prof_free;
-static atomic_int prof_state; /* 0 not looked up, 1 looking, 2 done */
 static atomic_uint prof_arrays;
-
-static void prof_lookup(void)
-{
-	int expected = 0;
-
-	if (atomic_load_explicit(&prof_state, memory_order_acquire) == 2)
-		return;
-	if (atomic_compare_exchange_strong(&prof_state, &expected, 1)) {
-		prof_alloc = (prof_alloc_fn)dlsym(RTLD_DEFAULT, "nkp_hook_alloc");
-		prof_free = (prof_free_fn)dlsym(RTLD_DEFAULT, "nkp_hook_free");
-		atomic_store_explicit(&prof_state, 2, memory_order_release);
-		return;
-	}
-	while (atomic_load_explicit(&prof_state, memory_order_acquire) != 2)
-		;
-}
 
 static void prof_array_alloc(const nk_array *a)
 {
 	char name[32];
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
 
-	prof_lookup();
-	if (!prof_alloc)
+	if (!p || !p->array_alloc)
 		return;
 	snprintf(name, sizeof name, "nk_array#%u", atomic_fetch_add(&prof_arrays, 1) + 1);
-	prof_alloc(a->data, a->map_len, name);
+	p->array_alloc(a->data, a->map_len, name);
 }
 
 static void prof_array_free(const nk_array *a)
 {
-	prof_lookup();
-	if (prof_free)
-		prof_free(a->data, a->map_len);
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
+
+	if (p && p->array_free)
+		p->array_free(a->data, a->map_len);
 }
 
 static void registry_add(nk_array *a)

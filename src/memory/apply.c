@@ -22,7 +22,6 @@
  */
 #include "memory/memory.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -32,6 +31,7 @@
 
 #include "os/os.h"
 #include "policy/plan.h"
+#include "runtime/runtime.h"
 #include "util/list.h"
 
 /* How untouched pages get their placement. */
@@ -575,37 +575,15 @@ static void choose_untouched_mode(struct apply *a)
 		a->ut_mode = UT_POPULATE;
 }
 
-/* The profiler runtime (libnumakit_prof.so) caches page nodes: tell it when pages moved.
- * Looked up once with dlsym(RTLD_DEFAULT) like src/profile/hooks.c; absent outside the profiler. */
-typedef void (*prof_moved_fn)(const void *, size_t);
-/* Its pagefault sampler keeps pages revoked (PROT_NONE): MADV_POPULATE_WRITE fails on them, and move_pages
+/* The profiler runtime (libnumakit_prof.so) caches page nodes: its moved hook is told when pages moved.
+ * Its pagefault sampler keeps pages revoked (PROT_NONE): MADV_POPULATE_WRITE fails on them, and move_pages
  * cannot write statuses into them (EFAULT), so the region and the buffers are held (given back, none revoked
- * again) while the plan is applied. */
-typedef int (*prof_hold_fn)(const void *, size_t);
-typedef void (*prof_unhold_fn)(int);
-static struct {
-	prof_moved_fn moved;
-	prof_hold_fn hold;
-	prof_unhold_fn unhold;
-} prof;
-static atomic_int prof_state; /* 0 not looked up, 1 looking, 2 done */
-
-static void prof_hooks(void)
+ * again) while the plan is applied.  Hook table: runtime/runtime.h; absent outside the profiler. */
+static const struct nk__runtime_hooks *prof_hooks(void)
 {
-	int expected = 0;
-
-	if (atomic_load_explicit(&prof_state, memory_order_acquire) == 2)
-		return;
-	if (atomic_compare_exchange_strong(&prof_state, &expected, 1)) {
-		/* POSIX allows converting dlsym's void * to a function pointer. */
-		prof.moved = (prof_moved_fn)dlsym(RTLD_DEFAULT, "nkp_hook_moved");
-		prof.hold = (prof_hold_fn)dlsym(RTLD_DEFAULT, "nkp_hook_hold");
-		prof.unhold = (prof_unhold_fn)dlsym(RTLD_DEFAULT, "nkp_hook_unhold");
-		atomic_store_explicit(&prof_state, 2, memory_order_release);
-		return;
-	}
-	while (atomic_load_explicit(&prof_state, memory_order_acquire) != 2)
-		;
+	static const struct nk__runtime_hooks none;
+	const struct nk__runtime_hooks *p = nk__runtime_hook(NK__RUNTIME_PROF);
+	return p ? p : &none;
 }
 
 int nk__apply_ops(const nk_machine *m, const nk_plan *pl, void *addr, unsigned flags, nk_apply_result *res,
@@ -614,6 +592,7 @@ int nk__apply_ops(const nk_machine *m, const nk_plan *pl, void *addr, unsigned f
 	struct apply a = { 0 };
 	void *mem = NULL;
 	int rc = 0, mem_hold = -1;
+	const struct nk__runtime_hooks *prof = NULL; /* set where the buffer is held; read only if held */
 
 	a.r.fallback_node = -1;
 	if (!m || !pl || !ops)
@@ -662,9 +641,9 @@ int nk__apply_ops(const nk_machine *m, const nk_plan *pl, void *addr, unsigned f
 		goto out;
 	}
 	/* The kernel writes move_pages statuses into this buffer: under the profiler it must not be revoked. */
-	prof_hooks();
-	if (prof.hold)
-		mem_hold = prof.hold(mem, sz);
+	prof = prof_hooks();
+	if (prof->hold)
+		mem_hold = prof->hold(mem, sz);
 	char *p = mem;
 #define TAKE(ptr, count) do { (ptr) = (void *)p; p += (count) * sizeof *(ptr); } while (0)
 	TAKE(a.addr, B);
@@ -699,8 +678,8 @@ out:
 	a.r.pages = a.npages;
 	if (res)
 		*res = a.r;
-	if (mem_hold >= 0 && prof.unhold)
-		prof.unhold(mem_hold);
+	if (mem_hold >= 0 && prof->unhold)
+		prof->unhold(mem_hold);
 	free(mem);
 	return rc;
 }
@@ -713,17 +692,17 @@ int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned flags,
 
 	memset(&r, 0, sizeof r);
 	r.pages = SIZE_MAX; /* stays so when nk__apply_ops returned before touching *res */
-	prof_hooks();
+	const struct nk__runtime_hooks *prof = prof_hooks();
 	int hold = -1;
-	if (prof.hold && pl)
-		hold = prof.hold((const void *)nk__plan_base(pl), (size_t)(nk_plan_num_pages(pl) * nk_plan_page_size(pl)));
+	if (prof->hold && pl)
+		hold = prof->hold((const void *)nk__plan_base(pl), (size_t)(nk_plan_num_pages(pl) * nk_plan_page_size(pl)));
 	rc = nk__apply_ops(m, pl, addr, flags, &r, err, &nk__memops_os, 0);
-	if (prof.unhold && hold >= 0)
-		prof.unhold(hold);
+	if (prof->unhold && hold >= 0)
+		prof->unhold(hold);
 	if (r.pages == SIZE_MAX)
 		return rc;
-	if (r.pages_moved && prof.moved)
-		prof.moved((const void *)nk__plan_base(pl), (size_t)(nk_plan_num_pages(pl) * nk_plan_page_size(pl)));
+	if (r.pages_moved && prof->moved)
+		prof->moved((const void *)nk__plan_base(pl), (size_t)(nk_plan_num_pages(pl) * nk_plan_page_size(pl)));
 	if (res)
 		*res = r;
 	return rc;

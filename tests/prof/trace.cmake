@@ -31,7 +31,7 @@ add_test(NAME unit.prof.trace.cc
     $<TARGET_FILE_DIR:numakit_prof>)
 set_tests_properties(unit.prof.trace.cc PROPERTIES LABELS unit TIMEOUT 60)
 
-add_executable(trace_unit trace_unit.c ${PROJECT_SOURCE_DIR}/preload/prof/trace.c)
+add_executable(trace_unit trace_unit.c $<TARGET_OBJECTS:numakit_prof_trace_obj>) # the runtime's trace.c objects
 target_compile_definitions(trace_unit PRIVATE _GNU_SOURCE NK_BUILDING_LIBRARY NK_PROF_RUNTIME)
 target_include_directories(trace_unit PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/preload/prof)

@@ -15,8 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../../preload/plan/elfsym.c"
-#include "../../preload/plan/key.c"
+#include "plan.h" /* preload/plan: key.c and elfsym.c come from the archive numakit_plan_pure */
 
 /* elfsym.c maps through the runtime's real mmap: here the ordinary one. */
 void *nkpl_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
