@@ -1,7 +1,7 @@
 /*
  * Pure parts of the plan runtime (preload/plan/key.c, elfsym.c): the heap
  * key of a call stack on synthetic objects (must equal the analysis's key,
- * src/profile/analysis.c site_var), runtime-frame dropping, page
+ * src/profile/analysis_attr.c site_var), runtime-frame dropping, page
  * arithmetic of statics and plan ranges, symbol-name matching, and the ELF
  * reader on this test's own executable; nk_advice_pin (the plan's pinning as
  * `numakit run --pin` takes it).  The end-to-end key equality
