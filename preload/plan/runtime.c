@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "plan.h"
 
 uint64_t nkpl_page_size;
