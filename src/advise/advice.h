@@ -13,7 +13,7 @@
  *   advice_pin.c    nk_advice_pin: the pinning in `numakit run --pin` words.
  *   advise.c        nk_profile_advise: analysis (profile/analysis.h) -> advice.
  *   whatif.c        nk_profile_whatif: analysis + advice + machine -> prediction.
- *   preload/plan/ (libnumakit_plan.so) + cli/cmd_run.c `--plan`: apply an
+ *   preload/advice/ (libnumakit_plan.so) + cli/cmd_run.c `--plan`: apply an
  *             advice to an unmodified program.
  *
  * Variables are matched by key, exactly the nk__an_var.key of the analysis:

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "advise/advice.h"
-#include "plan.h"
+#include "advice_rt.h"
 
 uint64_t nkpl_page_size;
 
