@@ -16,7 +16,7 @@
  * --plan FILE loads and checks a placement plan (nk_advice_load,
  * nk_advice_check: a bad plan stops here with status 2), takes its thread
  * pinning through the --pin machinery unless --pin or --cpus were given,
- * and preloads the plan runtime libnumakit_plan.so (preload/plan/), which
+ * and preloads the plan runtime libnumakit_plan.so (preload/advice/), which
  * applies the plan's per-variable policies inside the program: see
  * docs/plan-runtime.md.
  */

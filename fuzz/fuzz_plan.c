@@ -1,5 +1,5 @@
 /*
- * Fuzz the placement-plan reader (nk_advice_parse, src/advise/aplan.c).
+ * Fuzz the placement-plan reader (nk_advice_parse, src/advise/advice_read.c).
  *
  * A plan must be rejected with a code and a message, leaving the output
  * untouched, or accepted; an accepted plan must format, and what it formats

@@ -1,6 +1,6 @@
 /*
  * The real allocation functions behind numakit's interposing preload libraries (libnumakit_prof:
- * preload/prof/alloc.c, libnumakit_plan: preload/plan/alloc.c): their pointers, found with
+ * preload/prof/alloc.c, libnumakit_plan: preload/advice/alloc.c): their pointers, found with
  * dlsym(RTLD_NEXT) the first time they are needed, and the static arena that serves dlsym's own
  * allocations while they are not known yet.  Each library includes this once, in the file that
  * interposes malloc & co.: the definitions are static, one copy per library.

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "profile/analysis.h"
 #include "util/list.h"
 

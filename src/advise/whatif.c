@@ -1,5 +1,5 @@
 /*
- * nk_profile_whatif: what a placement plan (struct nk_advice, aplan.h)
+ * nk_profile_whatif: what a placement plan (struct nk_advice, advice.h)
  * would have done to the run a profile recorded.  Every attributed sample
  * (nk__analysis.attr) is re-placed: its page gets the node the plan's entry
  * for its variable gives that page of its instance, its thread the node the
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "profile/analysis.h"
 #include "util/list.h"
 

@@ -6,6 +6,7 @@
  * suggested fix per variable.  Pure data: the report (report.c) formats it,
  * `numakit advise` / `whatif` (issue 7) reuse it.  The rules and thresholds
  * are documented in docs/report.md and tested in tests/unit/test_analysis.c.
+ * Computed by analysis.c and its steps analysis_*.c (analysis_impl.h).
  *
  * Counts named "acc" are accesses (sum of sample weights); "samples" are
  * samples.  Node arrays are indexed like nk__analysis.node_ids.

@@ -2,7 +2,7 @@
  * nk_profile_*: the program's side of `numakit profile`.  The profiler
  * runtime (preload/prof/, libnumakit_prof.so) offers its hook table
  * (runtime/runtime.h); outside the profiler there is none and every call
- * here is a no-op returning 0.  The plan runtime (preload/plan/,
+ * here is a no-op returning 0.  The plan runtime (preload/advice/,
  * libnumakit_plan.so, `numakit run --plan`) takes phases and names too:
  * nk_profile_phase and nk_profile_name call every runtime's hook, so a
  * planned run can be profiled again.

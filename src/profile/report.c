@@ -2,7 +2,7 @@
  * The public profile API of the reader side: nk_profile_load / free /
  * report / sharing (include/numakit.h).  Loading reads the file
  * (nkp_read.c), symbolises each process (symbols.c) and analyses
- * (analysis.c); the reports only format struct nk__analysis.  Formats
+ * (analysis*.c); the reports only format struct nk__analysis.  Formats
  * documented in docs/report.md.
  */
 #include <jansson.h>

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "runtime/runtime.h"
 
 size_t nk__advice_num_entries(const nk_advice *a)

@@ -1,6 +1,6 @@
 /*
  * The one interface between libnumakit and the runtimes numakit preloads into a program
- * (preload/prof: libnumakit_prof.so, `numakit profile`; preload/plan: libnumakit_plan.so,
+ * (preload/prof: libnumakit_prof.so, `numakit profile`; preload/advice: libnumakit_plan.so,
  * `numakit run --plan`).  Internal: included by src/ and preload/, never installed.
  *
  * Two directions, nothing else crosses:

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "profile/analysis.h"
 
 #define PAGE 4096ull

@@ -1,7 +1,7 @@
 /*
  * nk_profile_whatif (src/advise/whatif.c) on profiles built in memory with
  * known truth (the pb_* helpers of test_analysis.c) and plans built as
- * structs (src/advise/aplan.h), so that the arithmetic of the model
+ * structs (src/advise/advice.h), so that the arithmetic of the model
  * (docs/whatif.md) is checked number by number: remote fractions under
  * block / cyclic / bind / pages / next_touch, per-phase and first-parallel
  * entries, pinning that moves threads, another machine (2 vs 4 nodes),
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "profile/analysis.h"
 
 #define PAGE 4096ull
@@ -145,7 +145,7 @@ static nk_profile *quarters(const char *mdesc, const int cpu_nodes[4], int page_
 
 static const int ON_OWN_NODE[4] = { 0, 1, 2, 3 };
 
-/* ------------------------------------------------ plans as structs (aplan.h), freed by nk_advice_free */
+/* ------------------------------------------------ plans as structs (advice.h), freed by nk_advice_free */
 
 static nk_advice *plan_new(void)
 {

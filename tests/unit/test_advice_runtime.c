@@ -1,7 +1,7 @@
 /*
- * Pure parts of the plan runtime (preload/plan/key.c, elfsym.c): the heap
+ * Pure parts of the plan runtime (preload/advice/key.c, elfsym.c): the heap
  * key of a call stack on synthetic objects (must equal the analysis's key,
- * src/profile/analysis.c site_var), runtime-frame dropping, page
+ * src/profile/analysis_attr.c site_var), runtime-frame dropping, page
  * arithmetic of statics and plan ranges, symbol-name matching, and the ELF
  * reader on this test's own executable; nk_advice_pin (the plan's pinning as
  * `numakit run --pin` takes it).  The end-to-end key equality
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "plan.h" /* preload/plan: key.c and elfsym.c come from the archive numakit_plan_pure */
+#include "advice_rt.h" /* preload/advice: key.c and elfsym.c come from the archive numakit_plan_pure */
 
 /* elfsym.c maps through the runtime's real mmap: here the ordinary one. */
 void *nkpl_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -221,7 +221,7 @@ static void test_elf_symbol(void **state)
 	assert_int_equal(nkpl_elf_symbol("/proc/self/exe", "no_such_variable_here", fake_demangle, &value, &size, &why), -1);
 	assert_int_equal(nkpl_elf_symbol("/nonexistent/file", "x", NULL, &value, &size, &why), -1);
 	assert_string_equal(why, "cannot open the file");
-	assert_int_equal(nkpl_elf_symbol(NK_TEST_SRC "/unit/test_plan_runtime.c", "x", NULL, &value, &size, &why), -1);
+	assert_int_equal(nkpl_elf_symbol(NK_TEST_SRC "/unit/test_advice_runtime.c", "x", NULL, &value, &size, &why), -1);
 	assert_string_equal(why, "not a 64-bit ELF file with section headers");
 }
 

@@ -1,5 +1,5 @@
 /*
- * Placement plans (src/advise/aplan.c, docs/plan.md): the JSON form round
+ * Advice files (src/advise/advice*.c, docs/plan.md): the JSON form round
  * trips, every rejection of the reader with its message (entry index, key
  * and field), the check against synthetic machines, nk_advice_set on a
  * profile built in memory, and the file loader.
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "profile/analysis.h"
 
 /* A plan using every member of the schema. */

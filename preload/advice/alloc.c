@@ -28,7 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "advice_rt.h"
 
 #define NKPL_EXPORT __attribute__((visibility("default")))
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan.h"
+#include "advice_rt.h"
 
 int nkpl_is_runtime_name(const char *base)
 {

@@ -1,12 +1,12 @@
 /*
- * nk_advice_pin: a plan's thread pinning in the words of `numakit run --pin`
+ * nk_advice_pin: an advice's thread pinning in the words of `numakit run --pin`
  * (the CLI uses only the public API and cannot see struct nk__aplan_pin).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "advise/aplan.h"
+#include "advise/advice.h"
 #include "util/list.h"
 
 /* Append to a growing buffer; -1 out of memory. */

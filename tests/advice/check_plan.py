@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host tests of the plan runtime (preload/plan/, `numakit run --plan`).
+"""Host tests of the plan runtime (preload/advice/, `numakit run --plan`).
 
   check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB]
 

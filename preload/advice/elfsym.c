@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "advice_rt.h"
 
 static int in_file(uint64_t off, uint64_t len, uint64_t size)
 {

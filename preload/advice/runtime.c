@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "advice_rt.h"
 #include "runtime/runtime.h"
 
 uint64_t nkpl_page_size;

@@ -1,14 +1,20 @@
 /*
- * Internal view of a placement plan (nk_advice, issue 7; docs/plan.md).
+ * Internal view of an advice, the profile-derived placement file (nk_advice,
+ * issue 7; docs/plan.md; the JSON format is still called "numakit-plan").
+ * nk_plan is something else: the page-to-node map of one policy on one region.
  *
  * Who does what:
- *   aplan.c   JSON <-> struct (nk_advice_parse/load/format/create/free/
- *             num_entries), validation without a machine, nk_advice_check
- *             against one, nk_advice_set.
- *   advise.c  nk_profile_advise: analysis (profile/analysis.h) -> plan.
- *   whatif.c  nk_profile_whatif: analysis + plan + machine -> prediction.
- *   preload/plan/ (libnumakit_plan.so) + cli/cmd_run.c `--plan`: apply a
- *             plan to an unmodified program.
+ *   advice.c        the struct: create/free/num_entries, entries added, found,
+ *                   set by hand (nk_advice_set), warnings, left-alone records,
+ *                   keys, evidence from an analysis variable.
+ *   advice_read.c   JSON -> struct (nk_advice_parse/load), strict, without a machine.
+ *   advice_write.c  struct -> JSON (nk_advice_format), read back before returning.
+ *   advice_check.c  nk_advice_check against a machine.
+ *   advice_pin.c    nk_advice_pin: the pinning in `numakit run --pin` words.
+ *   advise.c        nk_profile_advise: analysis (profile/analysis.h) -> advice.
+ *   whatif.c        nk_profile_whatif: analysis + advice + machine -> prediction.
+ *   preload/advice/ (libnumakit_plan.so) + cli/cmd_run.c `--plan`: apply an
+ *             advice to an unmodified program.
  *
  * Variables are matched by key, exactly the nk__an_var.key of the analysis:
  *   "static:OBJECT:SYMBOL"          a static variable (OBJECT: basename of the ELF file)
@@ -19,8 +25,8 @@
  * Keys with "pid" in them (unsymbolised sites) are process-local: advise
  * never writes them, and the runtime cannot match them.
  */
-#ifndef NK_ADVISE_APLAN_H
-#define NK_ADVISE_APLAN_H
+#ifndef NK_ADVISE_ADVICE_H
+#define NK_ADVISE_ADVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -127,4 +133,6 @@ void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_va
 void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev);
 /** "alloc", "first-parallel", "phase"; NULL when out of range. */
 const char *nk__aplan_when_name(int when);
+/** "entries[I] (key \"KEY\")" into @p buf: how the reader's and the machine check's messages name entry @p i. */
+void nk__aplan_entry_where(char *buf, size_t cap, size_t i, const char *key);
 #endif

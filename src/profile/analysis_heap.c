@@ -1,0 +1,246 @@
+/*
+ * Profile analysis, heap: one process's allocations as blocks with lifetimes (frees matched), the sites
+ * too small to be variables (--min-size), and the site statistics of heap variables (live, peak, the
+ * allocating thread).  Knows nothing of samples beyond the variables attribution gave the blocks.
+ */
+#include "profile/analysis_impl.h"
+
+/* ---------------------------------------------------------------- blocks */
+
+static int cmp_blk(const void *x, const void *y)
+{
+	const struct blk *a = x, *b = y;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	return a->born < b->born ? -1 : a->born > b->born;
+}
+
+int nk__an_build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
+{
+	size_t n = 0, ns = 0;
+	for (size_t i = 0; i < pd->n_allocs; i++)
+		if (pd->allocs[i].kind == NK__ALLOC_STATIC)
+			ns++;
+		else
+			n++;
+	pc->blks = calloc(n ? n : 1, sizeof(*pc->blks));
+	pc->statics = calloc(ns ? ns : 1, sizeof(*pc->statics));
+	pc->blk_var = malloc((n ? n : 1) * sizeof(int));
+	if (!pc->blks || !pc->statics || !pc->blk_var)
+		return NK_ENOMEM;
+	/* id -> block, to close blocks by FREE id */
+	uint32_t max_id = 0;
+	for (size_t i = 0; i < pd->n_allocs; i++)
+		if (pd->allocs[i].id > max_id)
+			max_id = pd->allocs[i].id;
+	for (size_t i = 0; i < pd->n_allocs; i++) {
+		const struct nk__nkp_alloc *al = &pd->allocs[i];
+		struct blk b = { al->addr, al->addr + al->size, al->time_ns, UINT64_MAX, al->site, al->tid };
+		if (al->kind == NK__ALLOC_STATIC) {
+			pc->statics[pc->n_statics++] = b;
+			continue;
+		}
+		pc->blk_var[pc->n_blks] = -2;
+		pc->blks[pc->n_blks++] = b;
+		if (al->size > pc->max_len)
+			pc->max_len = al->size;
+	}
+	/* Frees: the block of that address born last before the free and still live. */
+	qsort(pc->blks, pc->n_blks, sizeof(*pc->blks), cmp_blk);
+	for (size_t f = 0; f < pd->n_frees; f++) {
+		const struct nk__nkp_free *fr = &pd->frees[f];
+		size_t lo = 0, hi = pc->n_blks;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (pc->blks[mid].lo < fr->addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct blk *best = NULL;
+		for (size_t i = lo; i < pc->n_blks && pc->blks[i].lo == fr->addr; i++)
+			if (pc->blks[i].born <= fr->time_ns && pc->blks[i].died == UINT64_MAX)
+				best = &pc->blks[i];
+		if (best)
+			best->died = fr->time_ns;
+	}
+	(void)max_id;
+	return 0;
+}
+
+static int thread_known(const struct nk__nkp_process_data *pd, uint32_t tid)
+{
+	for (size_t t = 0; t < pd->n_threads; t++)
+		if (pd->threads[t].tid == tid)
+			return 1;
+	return 0;
+}
+
+struct sev {
+	uint64_t t;
+	int64_t blocks, bytes;
+	uint32_t key; /* a site id or a variable */
+};
+
+static int cmp_sev(const void *x, const void *y)
+{
+	const struct sev *a = x, *b = y;
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->blocks < b->blocks ? -1 : a->blocks > b->blocks; /* frees before allocations at one time */
+}
+
+/* Events of the blocks (+1 at birth, -1 at death) keyed by @p key[i] (UINT32_MAX: left out), sorted. */
+static struct sev *site_events(const struct proc_ctx *pc, const uint32_t *key, size_t *n_out)
+{
+	struct sev *e = malloc((2 * pc->n_blks + 1) * sizeof(*e));
+	size_t n = 0;
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		if (key[i] == UINT32_MAX)
+			continue;
+		int64_t sz = (int64_t)(pc->blks[i].hi - pc->blks[i].lo);
+		e[n++] = (struct sev){ pc->blks[i].born, 1, sz, key[i] };
+		if (pc->blks[i].died != UINT64_MAX)
+			e[n++] = (struct sev){ pc->blks[i].died, -1, -sz, key[i] };
+	}
+	qsort(e, n, sizeof(*e), cmp_sev);
+	*n_out = n;
+	return e;
+}
+
+/*
+ * A site is a variable when its live blocks together reach the process's --min-size (issue 19): sites of
+ * small blocks whose peak live bytes stay below it are marked in pc->site_small.  Profiles without
+ * min_size in META (or 0) mark nothing.
+ */
+int nk__an_mark_small_sites(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
+{
+	uint64_t ms = nk__an_min_size_of(pd);
+	uint32_t max_site = 0;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blks[i].site > max_site)
+			max_site = pc->blks[i].site;
+	if (!ms || !max_site)
+		return 0;
+	uint32_t *key = malloc((pc->n_blks ? pc->n_blks : 1) * sizeof(*key));
+	pc->site_small = calloc(max_site + 1, 1);
+	if (!key || !pc->site_small) {
+		free(key);
+		return NK_ENOMEM;
+	}
+	pc->n_site_small = max_site + 1;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		key[i] = pc->blks[i].site ? pc->blks[i].site : UINT32_MAX;
+	size_t n = 0;
+	struct sev *e = site_events(pc, key, &n);
+	free(key);
+	if (!e)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n;) {
+		uint32_t site = e[i].key;
+		int64_t bytes = 0, peak = 0;
+		for (; i < n && e[i].key == site; i++) {
+			bytes += e[i].bytes;
+			if (bytes > peak)
+				peak = bytes;
+		}
+		pc->site_small[site] = (uint64_t)peak < ms;
+	}
+	free(e);
+	return 0;
+}
+
+/* The site members of the heap variables of process @p proc (whole profile only). */
+int nk__an_site_stats(struct ctx *c, size_t proc, struct proc_ctx *pc)
+{
+	const struct nk__nkp_process_data *pd = &c->p->procs[proc];
+	struct nk__analysis *a = c->a;
+	uint32_t max_site = 0;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blks[i].site > max_site)
+			max_site = pc->blks[i].site;
+	int *sv = malloc((max_site + 1) * sizeof(int));
+	uint32_t *key = malloc((pc->n_blks ? pc->n_blks : 1) * sizeof(*key));
+	if (!sv || !key) {
+		free(sv);
+		free(key);
+		return NK_ENOMEM;
+	}
+	for (uint32_t s = 0; s <= max_site; s++)
+		sv[s] = -1;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blk_var[i] >= 0 && pc->blks[i].site)
+			sv[pc->blks[i].site] = pc->blk_var[i];
+	/* thread -> blocks of each variable: counted in a small table per variable */
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		int v = pc->blks[i].site ? sv[pc->blks[i].site] : -1;
+		key[i] = v >= 0 ? (uint32_t)v : UINT32_MAX;
+		if (v < 0)
+			continue;
+		struct nk__an_var *var = &a->vars[v];
+		var->site = 1;
+		var->site_blocks++;
+		if (pc->blks[i].died == UINT64_MAX) {
+			var->site_live++;
+			var->site_bytes_live += pc->blks[i].hi - pc->blks[i].lo;
+		}
+	}
+	/* allocating thread: the one with most blocks of the variable (a pass per thread of the process) */
+	for (size_t t = 0; t < pd->n_threads + 1; t++) {
+		uint32_t tid = t < pd->n_threads ? pd->threads[t].tid : 0;
+		uint64_t *cnt = calloc(a->n_vars ? a->n_vars : 1, sizeof(uint64_t));
+		if (!cnt) {
+			free(sv);
+			free(key);
+			return NK_ENOMEM;
+		}
+		for (size_t i = 0; i < pc->n_blks; i++)
+			if (key[i] != UINT32_MAX &&
+			    (t < pd->n_threads ? pc->blks[i].tid == tid : !thread_known(pd, pc->blks[i].tid)))
+				cnt[key[i]]++;
+		for (size_t v = 0; v < a->n_vars; v++) {
+			if (!cnt[v] || cnt[v] <= a->vars[v].alloc_thread_blocks)
+				continue;
+			int th = t < pd->n_threads ? nk__an_thread_get(c, (uint32_t)proc, tid, -1) : -1;
+			a->vars[v].alloc_thread = th;
+			a->vars[v].alloc_thread_blocks = cnt[v];
+		}
+		free(cnt);
+	}
+	size_t n = 0;
+	struct sev *e = site_events(pc, key, &n);
+	free(sv);
+	free(key);
+	if (!e)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < n;) {
+		uint32_t v = e[i].key;
+		int64_t blocks = 0, bytes = 0, pb = 0, pbytes = 0;
+		for (; i < n && e[i].key == v; i++) {
+			blocks += e[i].blocks;
+			bytes += e[i].bytes;
+			if (blocks > pb)
+				pb = blocks;
+			if (bytes > pbytes)
+				pbytes = bytes;
+		}
+		a->vars[v].site_peak += (uint64_t)pb;
+		a->vars[v].site_bytes_peak += (uint64_t)pbytes;
+	}
+	free(e);
+	return 0;
+}
+
+void nk__an_free_pc(struct proc_ctx *pc)
+{
+	free(pc->site_small);
+	free(pc->blks);
+	free(pc->blk_var);
+	free(pc->statics);
+	free(pc->name_var);
+	free(pc->stack_var);
+}

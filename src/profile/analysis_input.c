@@ -1,0 +1,224 @@
+/*
+ * Profile analysis, input: what the profile says about its run, read from the RUN, META and END JSON
+ * records (program, sampler, wall time, several runs, warnings, coverage, page size, min_size).
+ * Reads records only: no sample is attributed or counted here.
+ */
+#include <jansson.h>
+
+#include "profile/analysis_impl.h"
+
+static int json_u64(json_t *o, const char *k, uint64_t *out)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return 0;
+	*out = (uint64_t)json_integer_value(v);
+	return 1;
+}
+
+/* Several runs: what each run was (the report lists them), and the mean wall time. */
+static int read_runs(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	const struct nk__nkp_profile *p = c->p;
+	a->runs = (int)nk__nkp_n_runs(p);
+	if (a->runs < 2)
+		return 0;
+	a->run_info = calloc((size_t)a->runs, sizeof(*a->run_info));
+	if (!a->run_info)
+		return NK_ENOMEM;
+	uint64_t wall = 0, nwall = 0;
+	for (int r = 0; r < a->runs; r++) {
+		struct nk__an_run *ri = &a->run_info[r];
+		json_t *run = json_loads(p->runs[r].run_json, 0, NULL), *cmd = json_object_get(run, "command"), *arg;
+		size_t i, len = 1;
+		json_array_foreach(cmd, i, arg) len += json_is_string(arg) ? strlen(json_string_value(arg)) + 1 : 0;
+		ri->command = calloc(1, len);
+		json_array_foreach(cmd, i, arg) if (ri->command && json_is_string(arg))
+		{
+			if (*ri->command)
+				strcat(ri->command, " ");
+			strcat(ri->command, json_string_value(arg));
+		}
+		ri->exit_status = -1;
+		json_u64(run, "wall_ns", &ri->wall_ns);
+		json_t *st = json_object_get(run, "exit_status"), *sg = json_object_get(run, "signal");
+		if (json_is_integer(st))
+			ri->exit_status = (int)json_integer_value(st);
+		if (json_is_integer(sg))
+			ri->signal = (int)json_integer_value(sg);
+		json_decref(run);
+		ri->processes = (int)p->runs[r].n_procs;
+		for (size_t k = 0; k < p->runs[r].n_procs; k++)
+			ri->samples += p->procs[p->runs[r].first_proc + k].n_samples;
+		if (p->runs[r].source && !(ri->source = xstrdup(p->runs[r].source)))
+			return NK_ENOMEM;
+		if (!ri->command)
+			return NK_ENOMEM;
+		if (ri->wall_ns) {
+			wall += ri->wall_ns;
+			nwall++;
+		}
+	}
+	a->wall_ns = nwall ? (wall + nwall / 2) / nwall : 0;
+	return 0;
+}
+
+/* Several runs: each process's ordinal in its run and the pid it is shown with, its threads by tid. */
+int nk__an_setup_runs(struct ctx *c)
+{
+	const struct nk__nkp_profile *p = c->p;
+	size_t runs = nk__nkp_n_runs(p);
+	if (runs < 2 || !p->n_procs)
+		return 0;
+	c->proc_ord = calloc(p->n_procs, sizeof(*c->proc_ord));
+	c->canon_pid = calloc(p->n_procs, sizeof(*c->canon_pid));
+	c->tids = calloc(p->n_procs, sizeof(*c->tids));
+	c->n_tids = calloc(p->n_procs, sizeof(*c->n_tids));
+	if (!c->proc_ord || !c->canon_pid || !c->tids || !c->n_tids)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &p->procs[i];
+		size_t r = nk__nkp_run_of(p, i), ord = i - p->runs[r].first_proc;
+		c->proc_ord[i] = (uint32_t)ord;
+		c->canon_pid[i] = ord < p->runs[0].n_procs ? p->procs[p->runs[0].first_proc + ord].info.pid : pd->info.pid;
+		c->tids[i] = malloc((pd->n_threads ? pd->n_threads : 1) * sizeof(**c->tids));
+		if (!c->tids[i])
+			return NK_ENOMEM;
+		for (size_t t = 0; t < pd->n_threads; t++)
+			c->tids[i][t] = (struct tid_index){ pd->threads[t].tid, pd->threads[t].index };
+		qsort(c->tids[i], pd->n_threads, sizeof(**c->tids), cmp_tid_index);
+		c->n_tids[i] = pd->n_threads;
+	}
+	return 0;
+}
+
+static int coverage_reason(struct nk__analysis *a, char *text)
+{
+	char **r = text ? realloc(a->coverage_reasons, (a->n_coverage_reasons + 1) * sizeof(*r)) : NULL;
+	if (!r) {
+		free(text);
+		return NK_ENOMEM;
+	}
+	a->coverage_reasons = r;
+	r[a->n_coverage_reasons++] = text;
+	a->covered = 0;
+	return 0;
+}
+
+/*
+ * Does process @p pd's part cover its run?  Not when it was not closed (killed: its samples end wherever it
+ * died) or when samples were dropped: spent budget drops the end of the run, a full ring drops bursts (a
+ * parallel phase), either biases every fraction.  The time the budget ran out is said when END has it.
+ */
+static int coverage_of(struct nk__analysis *a, const struct nk__nkp_process_data *pd, json_t *end, uint64_t dropped)
+{
+	uint64_t budget = 0, bdropped = 0, spent = 0, t_end = 0;
+	if (!pd->complete) {
+		a->procs_incomplete++;
+		if (coverage_reason(a, xprintf("process %u did not finish its profile (killed?): its samples end where "
+					       "it stopped", pd->info.pid)))
+			return NK_ENOMEM;
+	}
+	if (!dropped)
+		return 0;
+	a->dropped += dropped;
+	if (end) {
+		json_u64(end, "budget", &budget);
+		json_u64(end, "budget_dropped", &bdropped);
+		json_u64(end, "budget_spent_ns", &spent);
+		json_u64(end, "time_ns", &t_end);
+	}
+	if (bdropped > dropped)
+		bdropped = dropped;
+	a->budget_dropped += bdropped;
+	char *text;
+	if (bdropped && spent && t_end >= spent)
+		text = xprintf("process %u: sample budget (%llu) spent at %.2f s of %.2f s: %llu samples dropped",
+			       pd->info.pid, (unsigned long long)budget, (double)spent / 1e9, (double)t_end / 1e9,
+			       (unsigned long long)bdropped);
+	else if (bdropped)
+		text = xprintf("process %u: sample budget (%llu) spent: %llu samples dropped", pd->info.pid,
+			       (unsigned long long)budget, (unsigned long long)bdropped);
+	else
+		text = xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped);
+	if (coverage_reason(a, text))
+		return NK_ENOMEM;
+	if (bdropped && bdropped < dropped &&
+	    coverage_reason(a, xprintf("process %u: %llu samples dropped with the ring full", pd->info.pid,
+				       (unsigned long long)(dropped - bdropped))))
+		return NK_ENOMEM;
+	return 0;
+}
+
+int nk__an_read_header(struct ctx *c)
+{
+	struct nk__analysis *a = c->a;
+	json_t *run = c->p->run_json ? json_loads(c->p->run_json, 0, NULL) : NULL;
+	const char *prog = "?", *sampler = "?";
+	if (json_is_object(run)) {
+		json_t *cmd = json_object_get(run, "command");
+		if (json_is_array(cmd) && json_is_string(json_array_get(cmd, 0)))
+			prog = json_string_value(json_array_get(cmd, 0));
+		if (json_is_string(json_object_get(run, "sampler")))
+			sampler = json_string_value(json_object_get(run, "sampler"));
+		json_u64(run, "wall_ns", &a->wall_ns);
+		json_t *fb = json_object_get(run, "fallback");
+		if (json_is_string(fb) && nk__an_warn(a, xprintf("sampler fallback: %s", json_string_value(fb)))) {
+			json_decref(run);
+			return NK_ENOMEM;
+		}
+	}
+	a->program = xstrdup(prog);
+	a->sampler = xstrdup(sampler);
+	json_decref(run);
+	if (!a->program || !a->sampler)
+		return NK_ENOMEM;
+	if (read_runs(c))
+		return NK_ENOMEM;
+	a->covered = 1;
+	for (size_t i = 0; i < c->p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &c->p->procs[i];
+		if (!pd->complete && nk__an_warn(a, xprintf("process %u did not finish its profile (killed?): its data is "
+						     "incomplete", pd->info.pid)))
+			return NK_ENOMEM;
+		json_t *end = pd->end_json ? json_loads(pd->end_json, 0, NULL) : NULL;
+		uint64_t dropped = 0;
+		if (json_is_object(end) && json_u64(end, "dropped", &dropped) && dropped &&
+		    nk__an_warn(a, xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped))) {
+			json_decref(end);
+			return NK_ENOMEM;
+		}
+		int rc = coverage_of(a, pd, json_is_object(end) ? end : NULL, dropped);
+		json_decref(end);
+		if (rc)
+			return rc;
+		nk__symtab *s = c->syms ? c->syms[i] : NULL;
+		const char *sw = s ? c->ops->warnings(s) : "";
+		if (sw && *sw && nk__an_warn(a, xprintf("process %u: %s", pd->info.pid, sw)))
+			return NK_ENOMEM;
+	}
+	return 0;
+}
+
+uint64_t nk__an_page_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ps = 4096;
+	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
+	if (json_is_object(meta))
+		json_u64(meta, "page_size", &ps);
+	json_decref(meta);
+	if (!ps || (ps & (ps - 1)))
+		ps = 4096;
+	return ps;
+}
+
+uint64_t nk__an_min_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ms = 0;
+	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
+	if (json_is_object(meta))
+		json_u64(meta, "min_size", &ms);
+	json_decref(meta);
+	return ms;
+}
