@@ -65,6 +65,15 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  */
 int cli_bad_option(const char *cmd, int ret, char **argv);
 
+/**
+ * The exit status for a library error code of a command that reads a profile, an advice or a machine
+ * file: CLI_EXIT_USAGE where the code says the input the user named is wrong (NK_ENOENT, NK_EIO,
+ * NK_EPARSE, NK_EVERSION, NK_EINVAL, NK_ENODATA; with CLI_MACHINE_INPUT in @p flags also NK_ENODEV and
+ * NK_EPERM, a node or cpu the given machine lacks), else CLI_EXIT_FAIL.
+ */
+#define CLI_MACHINE_INPUT 1
+int cli_exit_status(int code, int flags);
+
 /** Flush stdout; on a write error (full disk, closed pipe) report it and return CLI_EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd, int status);
 

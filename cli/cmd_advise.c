@@ -74,21 +74,6 @@ const char cli_advise_usage[] =
 	"parse, or numakit built without libclang).\n"
 	"See numakit-advise(1).\n";
 
-static int code_exit(int rc)
-{
-	switch (rc) {
-	case NK_ENOENT:
-	case NK_EIO:
-	case NK_EPARSE:
-	case NK_EVERSION:
-	case NK_EINVAL:
-	case NK_ENODATA:
-		return CLI_EXIT_USAGE;
-	default:
-		return CLI_EXIT_FAIL;
-	}
-}
-
 static int write_text(const char *path, const char *text, int newline)
 {
 	FILE *f = fopen(path, "w");
@@ -465,7 +450,7 @@ int cli_cmd_advise(int argc, char **argv)
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		nk_machine_free(m);
-		return code_exit(rc);
+		return cli_exit_status(rc, 0);
 	}
 	int complete = 1;
 	char *why = NULL;
@@ -483,7 +468,7 @@ int cli_cmd_advise(int argc, char **argv)
 	nk_machine_free(m);
 	if (rc) {
 		cli_error("advise", "%s: %s", path, err.message[0] ? err.message : nk_strerror(rc));
-		return code_exit(rc);
+		return cli_exit_status(rc, 0);
 	}
 	rc = nk_advice_format(a, &text, &err);
 	nk_advice_free(a);

@@ -57,21 +57,6 @@ static int write_out(const char *path, const char *text)
 	return 0;
 }
 
-static int code_exit(int rc)
-{
-	switch (rc) {
-	case NK_ENOENT:
-	case NK_EIO:
-	case NK_EPARSE:
-	case NK_EVERSION:
-	case NK_EINVAL:
-	case NK_ENODATA:
-		return CLI_EXIT_USAGE;
-	default:
-		return CLI_EXIT_FAIL;
-	}
-}
-
 int cli_cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -115,14 +100,14 @@ int cli_cmd_report(int argc, char **argv)
 	if (rc) {
 		/* the library's messages name the file */
 		cli_error("report", "%s", err.message[0] ? err.message : nk_strerror(rc));
-		return code_exit(rc);
+		return cli_exit_status(rc, 0);
 	}
 	if (sharing) {
 		rc = nk_profile_sharing(p, &text, &err);
 		if (rc) {
 			cli_error("report", "%s: %s", path, err.message[0] ? err.message : nk_strerror(rc));
 			nk_profile_free(p);
-			return code_exit(rc);
+			return cli_exit_status(rc, 0);
 		}
 		rc = write_out(sharing, text);
 		free(text);

@@ -46,23 +46,6 @@ const char cli_whatif_usage[] =
 	"machine lacks, a profile that does not cover the whole run without --force).\n"
 	"See numakit-whatif(1).\n";
 
-static int code_exit(int rc)
-{
-	switch (rc) {
-	case NK_ENOENT:
-	case NK_EIO:
-	case NK_EPARSE:
-	case NK_EVERSION:
-	case NK_EINVAL:
-	case NK_ENODATA:
-	case NK_ENODEV:
-	case NK_EPERM:
-		return CLI_EXIT_USAGE;
-	default:
-		return CLI_EXIT_FAIL;
-	}
-}
-
 int cli_cmd_whatif(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -154,7 +137,7 @@ int cli_cmd_whatif(int argc, char **argv)
 	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
-		status = code_exit(rc);
+		status = cli_exit_status(rc, CLI_MACHINE_INPUT);
 		goto out;
 	}
 	const char *path = argc - optind > 1 ? "the profiles" : argv[optind];
@@ -171,7 +154,7 @@ int cli_cmd_whatif(int argc, char **argv)
 	rc = plan_path ? nk_advice_load(plan_path, &a, &err) : nk_advice_create(&a);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
-		status = code_exit(rc);
+		status = cli_exit_status(rc, CLI_MACHINE_INPUT);
 		goto out;
 	}
 	for (size_t i = 0; i < n_policies; i++) {
@@ -186,7 +169,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		free(var);
 		if (rc) {
 			cli_error("whatif", "--policy %s: %s", policies[i], err.message[0] ? err.message : nk_strerror(rc));
-			status = code_exit(rc);
+			status = cli_exit_status(rc, CLI_MACHINE_INPUT);
 			goto out;
 		}
 	}
@@ -197,7 +180,7 @@ int cli_cmd_whatif(int argc, char **argv)
 	rc = nk_profile_whatif(p, m, a, json ? NK_REPORT_JSON : NK_REPORT_TEXT, &text, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
-		status = code_exit(rc);
+		status = cli_exit_status(rc, CLI_MACHINE_INPUT);
 		goto out;
 	}
 	fputs(text, stdout);

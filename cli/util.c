@@ -77,6 +77,24 @@ int cli_source_set(struct cli_source *src, const char *cmd, int kind, const char
 	return 0;
 }
 
+int cli_exit_status(int code, int flags)
+{
+	switch (code) {
+	case NK_ENOENT:
+	case NK_EIO:
+	case NK_EPARSE:
+	case NK_EVERSION:
+	case NK_EINVAL:
+	case NK_ENODATA:
+		return CLI_EXIT_USAGE;
+	case NK_ENODEV:
+	case NK_EPERM:
+		return (flags & CLI_MACHINE_INPUT) ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+	default:
+		return CLI_EXIT_FAIL;
+	}
+}
+
 /* Codes that mean "the input you named is wrong", as opposed to a failure of ours. */
 static int is_input_error(int code)
 {
