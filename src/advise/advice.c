@@ -8,7 +8,7 @@
 
 #include "advise/advice.h"
 #include "profile/analysis.h"
-#include "util/list.h"
+#include "util/error.h"
 
 static char *xstrdup(const char *s)
 {

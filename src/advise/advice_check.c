@@ -8,7 +8,7 @@
 
 #include "advise/advice.h"
 #include "policy/policy_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* ============================================================ machine check */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "advise/advice.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* Append to a growing buffer; -1 out of memory. */
 static int cat(char **b, size_t *len, size_t *cap, const char *fmt, double v, int iv, int use_int)

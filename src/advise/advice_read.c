@@ -17,7 +17,10 @@
 #include <string.h>
 
 #include "advise/advice.h"
+#include "os/os.h"
 #include "policy/policy_impl.h"
+#include "util/error.h"
+#include "util/json_read.h"
 #include "util/list.h"
 
 #define AP_MAX_FILE (64u << 20)       /* a plan file larger than this is refused (NK_EIO) */
@@ -41,46 +44,8 @@ const char *nk__aplan_when_name(int when)
 
 /* ================================================================== reader */
 
-struct ap_in {
-	const char *name; /* file name, or "plan" for a buffer */
-	nk_error *err;
-};
-
-static int ap_fail(struct ap_in *in, int code, const char *where, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* One message shape: NAME: WHERE: problem. */
-static int ap_fail(struct ap_in *in, int code, const char *where, const char *fmt, ...)
-{
-	char why[360];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (where && *where)
-		return nk__error(in->err, code, "%s: %s: %s", in->name, where, why);
-	return nk__error(in->err, code, "%s: %s", in->name, why);
-}
-
-static const char *type_name(const json_t *v)
-{
-	if (!v)
-		return "nothing";
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 /* Reject members of @p obj not in @p known (NULL-terminated). */
-static int check_fields(struct ap_in *in, const json_t *obj, const char *where, const char *const *known)
+static int check_fields(struct nk__json_in *in, const json_t *obj, const char *where, const char *const *known)
 {
 	const char *k;
 	json_t *v;
@@ -95,14 +60,14 @@ static int check_fields(struct ap_in *in, const json_t *obj, const char *where, 
 			list[0] = 0;
 			for (size_t i = 0; known[i] && n < sizeof list; i++)
 				n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", known[i]);
-			return ap_fail(in, NK_EPARSE, where, "unknown field \"%.60s\" (expected %s)", k, list);
+			return nk__json_fail(in, NK_EPARSE, where, "unknown field \"%.60s\" (expected %s)", k, list);
 		}
 	}
 	return 0;
 }
 
 /* Optional string member (absent or null: *out NULL); copied. */
-static int get_str(struct ap_in *in, const json_t *obj, const char *field, const char *where, char **out)
+static int get_str(struct nk__json_in *in, const json_t *obj, const char *field, const char *where, char **out)
 {
 	const json_t *v = json_object_get(obj, field);
 
@@ -110,14 +75,14 @@ static int get_str(struct ap_in *in, const json_t *obj, const char *field, const
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return ap_fail(in, NK_EPARSE, where, "%s: expected a string, found %s", field, type_name(v));
+		return nk__json_fail(in, NK_EPARSE, where, "%s: expected a string, found %s", field, nk__json_type_name(v));
 	if (!(*out = strdup(json_string_value(v))))
-		return ap_fail(in, NK_ENOMEM, where, "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, where, "out of memory");
 	return 0;
 }
 
 /* Optional non-negative integer member (absent or null: *out = dflt). */
-static int get_uint(struct ap_in *in, const json_t *obj, const char *field, const char *where, uint64_t max,
+static int get_uint(struct nk__json_in *in, const json_t *obj, const char *field, const char *where, uint64_t max,
 		    uint64_t dflt, uint64_t *out)
 {
 	const json_t *v = json_object_get(obj, field);
@@ -126,17 +91,17 @@ static int get_uint(struct ap_in *in, const json_t *obj, const char *field, cons
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v))
-		return ap_fail(in, NK_EPARSE, where, "%s: expected an integer, found %s", field, type_name(v));
+		return nk__json_fail(in, NK_EPARSE, where, "%s: expected an integer, found %s", field, nk__json_type_name(v));
 	json_int_t x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x > max)
-		return ap_fail(in, NK_EPARSE, where, "%s: %lld is out of range 0..%llu", field, (long long)x,
+		return nk__json_fail(in, NK_EPARSE, where, "%s: %lld is out of range 0..%llu", field, (long long)x,
 			       (unsigned long long)max);
 	*out = (uint64_t)x;
 	return 0;
 }
 
 /* Optional number in [lo, hi] (absent or null: *out = dflt). */
-static int get_num(struct ap_in *in, const json_t *obj, const char *field, const char *where, double lo, double hi,
+static int get_num(struct nk__json_in *in, const json_t *obj, const char *field, const char *where, double lo, double hi,
 		   double dflt, double *out)
 {
 	const json_t *v = json_object_get(obj, field);
@@ -145,10 +110,10 @@ static int get_num(struct ap_in *in, const json_t *obj, const char *field, const
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v))
-		return ap_fail(in, NK_EPARSE, where, "%s: expected a number, found %s", field, type_name(v));
+		return nk__json_fail(in, NK_EPARSE, where, "%s: expected a number, found %s", field, nk__json_type_name(v));
 	double x = json_number_value(v);
 	if (!(x >= lo && x <= hi))
-		return ap_fail(in, NK_EPARSE, where, "%s: %g is out of range %g..%g", field, x, lo, hi);
+		return nk__json_fail(in, NK_EPARSE, where, "%s: %g is out of range %g..%g", field, x, lo, hi);
 	*out = x;
 	return 0;
 }
@@ -162,7 +127,7 @@ void nk__aplan_entry_where(char *buf, size_t cap, size_t i, const char *key)
 		snprintf(buf, cap, "entries[%zu]", i);
 }
 
-static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, struct nk__aplan_evidence *ev)
+static int parse_evidence(struct nk__json_in *in, const json_t *v, const char *where, struct nk__aplan_evidence *ev)
 {
 	static const char *const fields[] = { "size",         "samples",        "threads",       "remote_fraction",
 					      "read_fraction", "regularity",    "shared_pages",  "dominant_node",
@@ -177,7 +142,7 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 		return 0;
 	snprintf(w, sizeof w, "%s: evidence", where);
 	if (!json_is_object(v))
-		return ap_fail(in, NK_EPARSE, w, "expected an object, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, w, "expected an object, found %s", nk__json_type_name(v));
 	if ((rc = check_fields(in, v, w, fields)) || (rc = get_uint(in, v, "size", w, UINT64_MAX, 0, &ev->size)) ||
 	    (rc = get_uint(in, v, "samples", w, UINT64_MAX, 0, &ev->samples)) ||
 	    (rc = get_uint(in, v, "threads", w, UINT64_MAX, 0, &ev->threads)) ||
@@ -194,10 +159,10 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 	if (ci && !json_is_null(ci)) {
 		if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)) ||
 		    !json_is_number(json_array_get(ci, 1)))
-			return ap_fail(in, NK_EPARSE, w, "remote_ci: expected [low, high], found %s", type_name(ci));
+			return nk__json_fail(in, NK_EPARSE, w, "remote_ci: expected [low, high], found %s", nk__json_type_name(ci));
 		double lo = json_number_value(json_array_get(ci, 0)), hi = json_number_value(json_array_get(ci, 1));
 		if (!(lo >= 0 && lo <= hi && hi <= 1))
-			return ap_fail(in, NK_EPARSE, w, "remote_ci: [%g, %g] is not an interval within 0..1", lo, hi);
+			return nk__json_fail(in, NK_EPARSE, w, "remote_ci: [%g, %g] is not an interval within 0..1", lo, hi);
 		ev->ci_lo = lo;
 		ev->ci_hi = hi;
 	}
@@ -205,39 +170,39 @@ static int parse_evidence(struct ap_in *in, const json_t *v, const char *where, 
 	return 0;
 }
 
-static int parse_ranges(struct ap_in *in, const json_t *v, const char *where, struct nk__aplan_entry *e)
+static int parse_ranges(struct nk__json_in *in, const json_t *v, const char *where, struct nk__aplan_entry *e)
 {
 	size_t n = json_array_size(v);
 
 	if (!n)
-		return ap_fail(in, NK_EPARSE, where, "pages: empty (policy \"pages\" needs at least one range)");
+		return nk__json_fail(in, NK_EPARSE, where, "pages: empty (policy \"pages\" needs at least one range)");
 	e->ranges = calloc(n, sizeof(*e->ranges));
 	if (!e->ranges)
-		return ap_fail(in, NK_ENOMEM, where, "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, where, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *r = json_array_get(v, i);
 		json_int_t x[3];
 		if (!json_is_array(r) || json_array_size(r) != 3)
-			return ap_fail(in, NK_EPARSE, where, "pages[%zu]: expected [first, count, node], found %s", i,
-				       json_is_array(r) ? "another array" : type_name(r));
+			return nk__json_fail(in, NK_EPARSE, where, "pages[%zu]: expected [first, count, node], found %s", i,
+				       json_is_array(r) ? "another array" : nk__json_type_name(r));
 		for (int k = 0; k < 3; k++) {
 			const json_t *c = json_array_get(r, (size_t)k);
 			if (!json_is_integer(c))
-				return ap_fail(in, NK_EPARSE, where, "pages[%zu][%d]: expected an integer, found %s", i,
-					       k, type_name(c));
+				return nk__json_fail(in, NK_EPARSE, where, "pages[%zu][%d]: expected an integer, found %s", i,
+					       k, nk__json_type_name(c));
 			x[k] = json_integer_value(c);
 		}
 		if (x[0] < 0 || (uint64_t)x[0] >= AP_MAX_PAGES)
-			return ap_fail(in, NK_EPARSE, where, "pages[%zu]: first page %lld is out of range", i,
+			return nk__json_fail(in, NK_EPARSE, where, "pages[%zu]: first page %lld is out of range", i,
 				       (long long)x[0]);
 		if (x[1] <= 0 || (uint64_t)x[1] > AP_MAX_PAGES - (uint64_t)x[0])
-			return ap_fail(in, NK_EPARSE, where, "pages[%zu]: count %lld must be > 0 (and in range)", i,
+			return nk__json_fail(in, NK_EPARSE, where, "pages[%zu]: count %lld must be > 0 (and in range)", i,
 				       (long long)x[1]);
 		if (x[2] < 0 || x[2] > NK__MAX_ID)
-			return ap_fail(in, NK_EPARSE, where, "pages[%zu]: node %lld is out of range 0..%d", i,
+			return nk__json_fail(in, NK_EPARSE, where, "pages[%zu]: node %lld is out of range 0..%d", i,
 				       (long long)x[2], NK__MAX_ID);
 		if (i && (uint64_t)x[0] < e->ranges[i - 1].first + e->ranges[i - 1].count)
-			return ap_fail(in, NK_EPARSE, where,
+			return nk__json_fail(in, NK_EPARSE, where,
 				       "pages[%zu]: starts at page %lld, inside or before pages[%zu] (%llu+%llu): "
 				       "ranges must be sorted and disjoint",
 				       i, (long long)x[0], i - 1, (unsigned long long)e->ranges[i - 1].first,
@@ -248,7 +213,7 @@ static int parse_ranges(struct ap_in *in, const json_t *v, const char *where, st
 	return 0;
 }
 
-static int parse_entry(struct ap_in *in, const json_t *v, size_t idx, struct nk__aplan_entry *e)
+static int parse_entry(struct nk__json_in *in, const json_t *v, size_t idx, struct nk__aplan_entry *e)
 {
 	static const char *const fields[] = { "variable", "key",   "policy", "when",     "phase",
 					      "page_size", "pages", "reason", "evidence", NULL };
@@ -260,17 +225,17 @@ static int parse_entry(struct ap_in *in, const json_t *v, size_t idx, struct nk_
 	nk__aplan_evidence_unknown(&e->ev);
 	nk__aplan_entry_where(where, sizeof where, idx, NULL);
 	if (!json_is_object(v))
-		return ap_fail(in, NK_EPARSE, where, "expected an object, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, where, "expected an object, found %s", nk__json_type_name(v));
 	k = json_object_get(v, "key");
 	if (!k)
-		return ap_fail(in, NK_EPARSE, where, "key: missing");
+		return nk__json_fail(in, NK_EPARSE, where, "key: missing");
 	if (!json_is_string(k))
-		return ap_fail(in, NK_EPARSE, where, "key: expected a string, found %s", type_name(k));
+		return nk__json_fail(in, NK_EPARSE, where, "key: expected a string, found %s", nk__json_type_name(k));
 	if (!nk__aplan_key_valid(json_string_value(k)))
-		return ap_fail(in, NK_EPARSE, where, "key: \"%.100s\" does not start with static:, heap: or name:",
+		return nk__json_fail(in, NK_EPARSE, where, "key: \"%.100s\" does not start with static:, heap: or name:",
 			       json_string_value(k));
 	if (!(e->key = strdup(json_string_value(k))))
-		return ap_fail(in, NK_ENOMEM, where, "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, where, "out of memory");
 	nk__aplan_entry_where(where, sizeof where, idx, e->key);
 	if ((rc = check_fields(in, v, where, fields)) || (rc = get_str(in, v, "variable", where, &e->variable)) ||
 	    (rc = get_str(in, v, "reason", where, &e->reason)))
@@ -279,20 +244,20 @@ static int parse_entry(struct ap_in *in, const json_t *v, size_t idx, struct nk_
 	/* policy */
 	const json_t *p = json_object_get(v, "policy");
 	if (!p)
-		return ap_fail(in, NK_EPARSE, where, "policy: missing");
+		return nk__json_fail(in, NK_EPARSE, where, "policy: missing");
 	if (!json_is_string(p))
-		return ap_fail(in, NK_EPARSE, where, "policy: expected a string, found %s", type_name(p));
+		return nk__json_fail(in, NK_EPARSE, where, "policy: expected a string, found %s", nk__json_type_name(p));
 	const char *ptext = json_string_value(p);
 	if (strcmp(ptext, "none") && strcmp(ptext, "pages")) {
 		nk_policy *pol = NULL;
 		nk_error perr = { 0, "" };
 		rc = nk_policy_parse(ptext, &pol, &perr);
 		if (rc)
-			return ap_fail(in, rc == NK_ENOMEM ? NK_ENOMEM : NK_EPARSE, where, "policy: %s", perr.message);
+			return nk__json_fail(in, rc == NK_ENOMEM ? NK_ENOMEM : NK_EPARSE, where, "policy: %s", perr.message);
 		nk_policy_free(pol);
 	}
 	if (!(e->policy = strdup(ptext)))
-		return ap_fail(in, NK_ENOMEM, where, "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, where, "out of memory");
 
 	/* when, phase */
 	e->when = NK__WHEN_ALLOC;
@@ -300,26 +265,26 @@ static int parse_entry(struct ap_in *in, const json_t *v, size_t idx, struct nk_
 	if (w) {
 		int found = -1;
 		if (!json_is_string(w))
-			return ap_fail(in, NK_EPARSE, where, "when: expected a string, found %s", type_name(w));
+			return nk__json_fail(in, NK_EPARSE, where, "when: expected a string, found %s", nk__json_type_name(w));
 		for (int i = 0; i <= NK__WHEN_PHASE; i++)
 			if (!strcmp(json_string_value(w), when_names[i]))
 				found = i;
 		if (found < 0)
-			return ap_fail(in, NK_EPARSE, where,
+			return nk__json_fail(in, NK_EPARSE, where,
 				       "when: \"%.40s\" is not alloc, first-parallel or phase", json_string_value(w));
 		e->when = found;
 	}
 	const json_t *ph = json_object_get(v, "phase");
 	if (e->when == NK__WHEN_PHASE) {
 		if (!ph)
-			return ap_fail(in, NK_EPARSE, where, "phase: missing (\"when\": \"phase\" needs the phase name)");
+			return nk__json_fail(in, NK_EPARSE, where, "phase: missing (\"when\": \"phase\" needs the phase name)");
 		if (!json_is_string(ph) || !json_string_value(ph)[0])
-			return ap_fail(in, NK_EPARSE, where, "phase: expected a non-empty string, found %s",
-				       json_is_string(ph) ? "\"\"" : type_name(ph));
+			return nk__json_fail(in, NK_EPARSE, where, "phase: expected a non-empty string, found %s",
+				       json_is_string(ph) ? "\"\"" : nk__json_type_name(ph));
 		if (!(e->phase = strdup(json_string_value(ph))))
-			return ap_fail(in, NK_ENOMEM, where, "out of memory");
+			return nk__json_fail(in, NK_ENOMEM, where, "out of memory");
 	} else if (ph) {
-		return ap_fail(in, NK_EPARSE, where, "phase: only allowed with \"when\": \"phase\"");
+		return nk__json_fail(in, NK_EPARSE, where, "phase: only allowed with \"when\": \"phase\"");
 	}
 
 	/* pages */
@@ -327,26 +292,26 @@ static int parse_entry(struct ap_in *in, const json_t *v, size_t idx, struct nk_
 	const json_t *ps = json_object_get(v, "page_size");
 	if (!strcmp(e->policy, "pages")) {
 		if (!ps)
-			return ap_fail(in, NK_EPARSE, where, "page_size: missing (policy \"pages\" needs it)");
+			return nk__json_fail(in, NK_EPARSE, where, "page_size: missing (policy \"pages\" needs it)");
 		if ((rc = get_uint(in, v, "page_size", where, AP_MAX_PAGE, 0, &e->page_size)))
 			return rc;
 		if (e->page_size < AP_MIN_PAGE || (e->page_size & (e->page_size - 1)))
-			return ap_fail(in, NK_EPARSE, where, "page_size: %llu is not a power of two >= %llu",
+			return nk__json_fail(in, NK_EPARSE, where, "page_size: %llu is not a power of two >= %llu",
 				       (unsigned long long)e->page_size, AP_MIN_PAGE);
 		if (!pg)
-			return ap_fail(in, NK_EPARSE, where, "pages: missing (policy \"pages\" needs page ranges)");
+			return nk__json_fail(in, NK_EPARSE, where, "pages: missing (policy \"pages\" needs page ranges)");
 		if (!json_is_array(pg))
-			return ap_fail(in, NK_EPARSE, where, "pages: expected an array, found %s", type_name(pg));
+			return nk__json_fail(in, NK_EPARSE, where, "pages: expected an array, found %s", nk__json_type_name(pg));
 		if ((rc = parse_ranges(in, pg, where, e)))
 			return rc;
 	} else if (pg || ps) {
-		return ap_fail(in, NK_EPARSE, where, "%s: only allowed with \"policy\": \"pages\"",
+		return nk__json_fail(in, NK_EPARSE, where, "%s: only allowed with \"policy\": \"pages\"",
 			       pg ? "pages" : "page_size");
 	}
 	return parse_evidence(in, json_object_get(v, "evidence"), where, &e->ev);
 }
 
-static int parse_pin(struct ap_in *in, const json_t *v, struct nk__aplan_pin *pin)
+static int parse_pin(struct nk__json_in *in, const json_t *v, struct nk__aplan_pin *pin)
 {
 	static const char *const fields[] = { "strategy", "threads", "cpus", "sharing", "reason", NULL };
 	const json_t *s, *c, *sh;
@@ -356,21 +321,21 @@ static int parse_pin(struct ap_in *in, const json_t *v, struct nk__aplan_pin *pi
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_object(v))
-		return ap_fail(in, NK_EPARSE, "pin", "expected an object, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "pin", "expected an object, found %s", nk__json_type_name(v));
 	if ((rc = check_fields(in, v, "pin", fields)))
 		return rc;
 	s = json_object_get(v, "strategy");
 	if (!s)
-		return ap_fail(in, NK_EPARSE, "pin", "strategy: missing");
+		return nk__json_fail(in, NK_EPARSE, "pin", "strategy: missing");
 	if (!json_is_string(s))
-		return ap_fail(in, NK_EPARSE, "pin", "strategy: expected a string, found %s", type_name(s));
+		return nk__json_fail(in, NK_EPARSE, "pin", "strategy: expected a string, found %s", nk__json_type_name(s));
 	for (size_t i = 0; i < sizeof pin_strategies / sizeof *pin_strategies; i++)
 		known |= !strcmp(json_string_value(s), pin_strategies[i]);
 	if (!known)
-		return ap_fail(in, NK_EPARSE, "pin", "strategy: \"%.40s\" is not none, compact, scatter, sharing or cpus",
+		return nk__json_fail(in, NK_EPARSE, "pin", "strategy: \"%.40s\" is not none, compact, scatter, sharing or cpus",
 			       json_string_value(s));
 	if (!(pin->strategy = strdup(json_string_value(s))))
-		return ap_fail(in, NK_ENOMEM, "pin", "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, "pin", "out of memory");
 	if ((rc = get_uint(in, v, "threads", "pin", AP_MAX_THREADS, 0, &t)) ||
 	    (rc = get_str(in, v, "reason", "pin", &pin->reason)))
 		return rc;
@@ -379,65 +344,65 @@ static int parse_pin(struct ap_in *in, const json_t *v, struct nk__aplan_pin *pi
 	sh = json_object_get(v, "sharing");
 	if (!strcmp(pin->strategy, "cpus")) {
 		if (!c)
-			return ap_fail(in, NK_EPARSE, "pin", "cpus: missing (strategy \"cpus\" needs the cpu of each thread)");
+			return nk__json_fail(in, NK_EPARSE, "pin", "cpus: missing (strategy \"cpus\" needs the cpu of each thread)");
 		if (!json_is_array(c) || !json_array_size(c))
-			return ap_fail(in, NK_EPARSE, "pin", "cpus: expected a non-empty array, found %s",
-				       json_is_array(c) ? "an empty one" : type_name(c));
+			return nk__json_fail(in, NK_EPARSE, "pin", "cpus: expected a non-empty array, found %s",
+				       json_is_array(c) ? "an empty one" : nk__json_type_name(c));
 		size_t n = json_array_size(c);
 		if (n > AP_MAX_THREADS)
-			return ap_fail(in, NK_EPARSE, "pin", "cpus: %zu threads, more than %d", n, AP_MAX_THREADS);
+			return nk__json_fail(in, NK_EPARSE, "pin", "cpus: %zu threads, more than %d", n, AP_MAX_THREADS);
 		if (pin->threads && (size_t)pin->threads != n)
-			return ap_fail(in, NK_EPARSE, "pin", "cpus: %zu cpus for %d threads (one per thread)", n,
+			return nk__json_fail(in, NK_EPARSE, "pin", "cpus: %zu cpus for %d threads (one per thread)", n,
 				       pin->threads);
 		if (!(pin->cpus = malloc(n * sizeof(*pin->cpus))))
-			return ap_fail(in, NK_ENOMEM, "pin", "out of memory");
+			return nk__json_fail(in, NK_ENOMEM, "pin", "out of memory");
 		for (size_t i = 0; i < n; i++) {
 			const json_t *x = json_array_get(c, i);
 			if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > NK__MAX_ID)
-				return ap_fail(in, NK_EPARSE, "pin", "cpus[%zu]: expected a cpu id 0..%d, found %s", i,
-					       NK__MAX_ID, json_is_integer(x) ? "one out of range" : type_name(x));
+				return nk__json_fail(in, NK_EPARSE, "pin", "cpus[%zu]: expected a cpu id 0..%d, found %s", i,
+					       NK__MAX_ID, json_is_integer(x) ? "one out of range" : nk__json_type_name(x));
 			pin->cpus[i] = (int)json_integer_value(x);
 		}
 		pin->n_cpus = n;
 		pin->threads = (int)n;
 	} else if (c) {
-		return ap_fail(in, NK_EPARSE, "pin", "cpus: only allowed with \"strategy\": \"cpus\"");
+		return nk__json_fail(in, NK_EPARSE, "pin", "cpus: only allowed with \"strategy\": \"cpus\"");
 	}
 	if (!strcmp(pin->strategy, "sharing")) {
 		if (!sh)
-			return ap_fail(in, NK_EPARSE, "pin", "sharing: missing (strategy \"sharing\" needs the matrix)");
+			return nk__json_fail(in, NK_EPARSE, "pin", "sharing: missing (strategy \"sharing\" needs the matrix)");
 		if (!json_is_array(sh) || !json_array_size(sh))
-			return ap_fail(in, NK_EPARSE, "pin", "sharing: expected a non-empty array of rows, found %s",
-				       json_is_array(sh) ? "an empty one" : type_name(sh));
+			return nk__json_fail(in, NK_EPARSE, "pin", "sharing: expected a non-empty array of rows, found %s",
+				       json_is_array(sh) ? "an empty one" : nk__json_type_name(sh));
 		size_t n = json_array_size(sh);
 		if (n > AP_MAX_THREADS)
-			return ap_fail(in, NK_EPARSE, "pin", "sharing: %zu threads, more than %d", n, AP_MAX_THREADS);
+			return nk__json_fail(in, NK_EPARSE, "pin", "sharing: %zu threads, more than %d", n, AP_MAX_THREADS);
 		if (pin->threads && (size_t)pin->threads != n)
-			return ap_fail(in, NK_EPARSE, "pin", "sharing: %zu rows for %d threads", n, pin->threads);
+			return nk__json_fail(in, NK_EPARSE, "pin", "sharing: %zu rows for %d threads", n, pin->threads);
 		if (!(pin->sharing = calloc(n * n, sizeof(*pin->sharing))))
-			return ap_fail(in, NK_ENOMEM, "pin", "out of memory");
+			return nk__json_fail(in, NK_ENOMEM, "pin", "out of memory");
 		for (size_t i = 0; i < n; i++) {
 			const json_t *row = json_array_get(sh, i);
 			if (!json_is_array(row) || json_array_size(row) != n)
-				return ap_fail(in, NK_EPARSE, "pin", "sharing[%zu]: expected an array of %zu numbers", i,
+				return nk__json_fail(in, NK_EPARSE, "pin", "sharing[%zu]: expected an array of %zu numbers", i,
 					       n);
 			for (size_t j = 0; j < n; j++) {
 				const json_t *x = json_array_get(row, j);
 				double d = json_is_number(x) ? json_number_value(x) : -1;
 				if (!(d >= 0) || !isfinite(d))
-					return ap_fail(in, NK_EPARSE, "pin", "sharing[%zu][%zu]: expected a number >= 0",
+					return nk__json_fail(in, NK_EPARSE, "pin", "sharing[%zu][%zu]: expected a number >= 0",
 						       i, j);
 				pin->sharing[i * n + j] = d;
 			}
 		}
 		pin->threads = (int)n;
 	} else if (sh) {
-		return ap_fail(in, NK_EPARSE, "pin", "sharing: only allowed with \"strategy\": \"sharing\"");
+		return nk__json_fail(in, NK_EPARSE, "pin", "sharing: only allowed with \"strategy\": \"sharing\"");
 	}
 	return 0;
 }
 
-static int parse_machine(struct ap_in *in, const json_t *v, nk_advice *a)
+static int parse_machine(struct nk__json_in *in, const json_t *v, nk_advice *a)
 {
 	static const char *const fields[] = { "nodes", "numa_factor", NULL };
 	const json_t *n;
@@ -446,7 +411,7 @@ static int parse_machine(struct ap_in *in, const json_t *v, nk_advice *a)
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_object(v))
-		return ap_fail(in, NK_EPARSE, "machine", "expected an object, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "machine", "expected an object, found %s", nk__json_type_name(v));
 	if ((rc = check_fields(in, v, "machine", fields)) ||
 	    (rc = get_num(in, v, "numa_factor", "machine", 0, 1e6, 0, &a->numa_factor)))
 		return rc;
@@ -454,25 +419,25 @@ static int parse_machine(struct ap_in *in, const json_t *v, nk_advice *a)
 	if (!n || json_is_null(n))
 		return 0;
 	if (!json_is_array(n))
-		return ap_fail(in, NK_EPARSE, "machine", "nodes: expected an array, found %s", type_name(n));
+		return nk__json_fail(in, NK_EPARSE, "machine", "nodes: expected an array, found %s", nk__json_type_name(n));
 	size_t cnt = json_array_size(n);
 	if (cnt > NK__MAX_ID + 1)
-		return ap_fail(in, NK_EPARSE, "machine", "nodes: too many (%zu)", cnt);
+		return nk__json_fail(in, NK_EPARSE, "machine", "nodes: too many (%zu)", cnt);
 	if (cnt && !(a->node_ids = malloc(cnt * sizeof(int))))
-		return ap_fail(in, NK_ENOMEM, "machine", "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, "machine", "out of memory");
 	for (size_t i = 0; i < cnt; i++) {
 		const json_t *x = json_array_get(n, i);
 		if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > NK__MAX_ID)
-			return ap_fail(in, NK_EPARSE, "machine", "nodes[%zu]: expected a node id 0..%d", i, NK__MAX_ID);
+			return nk__json_fail(in, NK_EPARSE, "machine", "nodes[%zu]: expected a node id 0..%d", i, NK__MAX_ID);
 		a->node_ids[i] = (int)json_integer_value(x);
 		if (i && a->node_ids[i] <= a->node_ids[i - 1])
-			return ap_fail(in, NK_EPARSE, "machine", "nodes[%zu]: ids must be increasing", i);
+			return nk__json_fail(in, NK_EPARSE, "machine", "nodes[%zu]: ids must be increasing", i);
 		a->n_nodes = (int)i + 1;
 	}
 	return 0;
 }
 
-static int parse_left_alone(struct ap_in *in, const json_t *v, nk_advice *a)
+static int parse_left_alone(struct nk__json_in *in, const json_t *v, nk_advice *a)
 {
 	static const char *const fields[] = { "key", "variable", "reason", NULL };
 	char where[64];
@@ -481,42 +446,42 @@ static int parse_left_alone(struct ap_in *in, const json_t *v, nk_advice *a)
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_array(v))
-		return ap_fail(in, NK_EPARSE, "left_alone", "expected an array, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "left_alone", "expected an array, found %s", nk__json_type_name(v));
 	size_t n = json_array_size(v);
 	if (n && !(a->left_alone = calloc(n, sizeof(*a->left_alone))))
-		return ap_fail(in, NK_ENOMEM, "left_alone", "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, "left_alone", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *s = json_array_get(v, i);
 		struct nk__aplan_skip *k = &a->left_alone[i];
 		snprintf(where, sizeof where, "left_alone[%zu]", i);
 		if (!json_is_object(s))
-			return ap_fail(in, NK_EPARSE, where, "expected an object, found %s", type_name(s));
+			return nk__json_fail(in, NK_EPARSE, where, "expected an object, found %s", nk__json_type_name(s));
 		a->n_left_alone = i + 1; /* owned from here on, for the free on failure */
 		if ((rc = check_fields(in, s, where, fields)) || (rc = get_str(in, s, "key", where, &k->key)) ||
 		    (rc = get_str(in, s, "variable", where, &k->variable)) ||
 		    (rc = get_str(in, s, "reason", where, &k->reason)))
 			return rc;
 		if (!k->key || !k->key[0])
-			return ap_fail(in, NK_EPARSE, where, "key: missing");
+			return nk__json_fail(in, NK_EPARSE, where, "key: missing");
 	}
 	return 0;
 }
 
-static int parse_warnings(struct ap_in *in, const json_t *v, nk_advice *a)
+static int parse_warnings(struct nk__json_in *in, const json_t *v, nk_advice *a)
 {
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_array(v))
-		return ap_fail(in, NK_EPARSE, "warnings", "expected an array of strings, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "warnings", "expected an array of strings, found %s", nk__json_type_name(v));
 	size_t n = json_array_size(v);
 	if (n && !(a->warnings = calloc(n, sizeof(char *))))
-		return ap_fail(in, NK_ENOMEM, "warnings", "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, "warnings", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *s = json_array_get(v, i);
 		if (!json_is_string(s))
-			return ap_fail(in, NK_EPARSE, "warnings", "[%zu]: expected a string, found %s", i, type_name(s));
+			return nk__json_fail(in, NK_EPARSE, "warnings", "[%zu]: expected a string, found %s", i, nk__json_type_name(s));
 		if (!(a->warnings[i] = strdup(json_string_value(s))))
-			return ap_fail(in, NK_ENOMEM, "warnings", "out of memory");
+			return nk__json_fail(in, NK_ENOMEM, "warnings", "out of memory");
 		a->n_warnings = i + 1;
 	}
 	return 0;
@@ -544,7 +509,7 @@ static int cmp_dup(const void *x, const void *y)
 	return c;
 }
 
-static int check_duplicates(struct ap_in *in, const nk_advice *a)
+static int check_duplicates(struct nk__json_in *in, const nk_advice *a)
 {
 	size_t n = a->n_entries, bad = SIZE_MAX, first = 0;
 
@@ -552,7 +517,7 @@ static int check_duplicates(struct ap_in *in, const nk_advice *a)
 		return 0;
 	struct dup_key *k = malloc(n * sizeof(*k));
 	if (!k)
-		return ap_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, NULL, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		k[i] = (struct dup_key){ a->entries[i].key, a->entries[i].phase, a->entries[i].when, i };
 	qsort(k, n, sizeof(*k), cmp_dup);
@@ -571,14 +536,14 @@ static int check_duplicates(struct ap_in *in, const nk_advice *a)
 	const struct nk__aplan_entry *e = &a->entries[bad];
 	nk__aplan_entry_where(where, sizeof where, bad, e->key);
 	if (e->when == NK__WHEN_PHASE)
-		return ap_fail(in, NK_EPARSE, where,
+		return nk__json_fail(in, NK_EPARSE, where,
 			       "duplicates entries[%zu]: same key, \"when\": \"phase\" and phase \"%.60s\"", first,
 			       e->phase);
-	return ap_fail(in, NK_EPARSE, where, "duplicates entries[%zu]: same key and \"when\": \"%s\"", first,
+	return nk__json_fail(in, NK_EPARSE, where, "duplicates entries[%zu]: same key and \"when\": \"%s\"", first,
 		       when_names[e->when]);
 }
 
-static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
+static int parse_root(struct nk__json_in *in, const json_t *root, nk_advice *a)
 {
 	static const char *const fields[] = { "format", "version", "program", "profile",  "runs", "machine",
 					      "pin",    "entries", "left_alone", "warnings", NULL };
@@ -586,19 +551,19 @@ static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
 	int rc;
 
 	if (!json_is_object(root))
-		return ap_fail(in, NK_EPARSE, NULL, "expected a JSON object, found %s", type_name(root));
+		return nk__json_fail(in, NK_EPARSE, NULL, "expected a JSON object, found %s", nk__json_type_name(root));
 	v = json_object_get(root, "format");
 	if (!v)
-		return ap_fail(in, NK_EPARSE, "format", "missing (not a numakit plan)");
+		return nk__json_fail(in, NK_EPARSE, "format", "missing (not a numakit plan)");
 	if (!json_is_string(v) || strcmp(json_string_value(v), NK__APLAN_FORMAT))
-		return ap_fail(in, NK_EPARSE, "format", "expected \"" NK__APLAN_FORMAT "\"");
+		return nk__json_fail(in, NK_EPARSE, "format", "expected \"" NK__APLAN_FORMAT "\"");
 	v = json_object_get(root, "version");
 	if (!v)
-		return ap_fail(in, NK_EPARSE, "version", "missing");
+		return nk__json_fail(in, NK_EPARSE, "version", "missing");
 	if (!json_is_integer(v))
-		return ap_fail(in, NK_EPARSE, "version", "expected an integer, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "version", "expected an integer, found %s", nk__json_type_name(v));
 	if (json_integer_value(v) != NK__APLAN_VERSION)
-		return ap_fail(in, NK_EVERSION, "version", "version %lld is not supported (this library reads %d)",
+		return nk__json_fail(in, NK_EVERSION, "version", "version %lld is not supported (this library reads %d)",
 			       (long long)json_integer_value(v), NK__APLAN_VERSION);
 	a->version = NK__APLAN_VERSION;
 	if ((rc = check_fields(in, root, NULL, fields)) || (rc = get_str(in, root, "program", NULL, &a->program)) ||
@@ -609,12 +574,12 @@ static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
 		return rc;
 	v = json_object_get(root, "entries");
 	if (!v)
-		return ap_fail(in, NK_EPARSE, "entries", "missing");
+		return nk__json_fail(in, NK_EPARSE, "entries", "missing");
 	if (!json_is_array(v))
-		return ap_fail(in, NK_EPARSE, "entries", "expected an array, found %s", type_name(v));
+		return nk__json_fail(in, NK_EPARSE, "entries", "expected an array, found %s", nk__json_type_name(v));
 	size_t n = json_array_size(v);
 	if (n && !(a->entries = calloc(n, sizeof(*a->entries))))
-		return ap_fail(in, NK_ENOMEM, "entries", "out of memory");
+		return nk__json_fail(in, NK_ENOMEM, "entries", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		a->n_entries = i + 1; /* owned from here on, for the free on failure */
 		if ((rc = parse_entry(in, json_array_get(v, i), i, &a->entries[i])))
@@ -628,7 +593,7 @@ static int parse_root(struct ap_in *in, const json_t *root, nk_advice *a)
 
 static int parse_named(const char *name, const char *json, size_t len, nk_advice **out, nk_error *err)
 {
-	struct ap_in in = { name, err };
+	struct nk__json_in in = { name, err };
 	json_error_t je;
 	nk_advice *a = NULL;
 	int rc;
@@ -666,37 +631,21 @@ int nk_advice_load(const char *path, nk_advice **out, nk_error *err)
 {
 	if (!path || !out)
 		return nk__error(err, NK_EINVAL, "nk_advice_load: NULL argument");
-	FILE *f = fopen(path, "rb");
-	if (!f && errno == ENOENT)
-		return nk__error(err, NK_ENOENT, "%s: no such file", path);
-	if (!f)
-		return nk__error(err, NK_EIO, "%s: cannot open: %s", path, strerror(errno));
+	/* through the OS layer; a file of AP_MAX_FILE bytes or more is refused, as is any unreadable one
+	 * (NK_EIO: permissions included) */
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int rc = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= AP_MAX_FILE) {
-				rc = nk__error(err, NK_EIO, "%s: larger than %u MiB: not a plan", path, AP_MAX_FILE >> 20);
-				break;
-			}
-			cap = cap ? 2 * cap : 65536;
-			char *nb = realloc(buf, cap + 1);
-			if (!nb) {
-				rc = nk__error(err, NK_ENOMEM, "%s: out of memory", path);
-				break;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0) {
-			if (ferror(f))
-				rc = nk__error(err, NK_EIO, "%s: cannot read: %s", path, strerror(errno));
-			break;
-		}
-	}
-	fclose(f);
+	size_t len = 0;
+	int e = 0, rc = nk__os_read_whole(path, AP_MAX_FILE - 1, &buf, &len, &e);
+	if (rc == NK_ENOENT && e == ENOENT)
+		return nk__error(err, NK_ENOENT, "%s: no such file", path);
+	if (rc == NK_ENOMEM)
+		rc = nk__error(err, NK_ENOMEM, "%s: out of memory", path);
+	else if (rc && e == EFBIG)
+		rc = nk__error(err, NK_EIO, "%s: larger than %u MiB: not a plan", path, AP_MAX_FILE >> 20);
+	else if (rc && (e == EISDIR || e == EIO))
+		rc = nk__error(err, NK_EIO, "%s: cannot read: %s", path, strerror(e));
+	else if (rc)
+		rc = nk__error(err, NK_EIO, "%s: cannot open: %s", path, strerror(e));
 	if (!rc)
 		rc = parse_named(path, buf ? buf : "", len, out, err);
 	free(buf);

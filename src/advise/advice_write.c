@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "advise/advice.h"
-#include "util/list.h"
+#include "util/error.h"
 
 #define AP_REAL_DIGITS 10             /* significant digits of doubles in the output */
 

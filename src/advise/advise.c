@@ -24,6 +24,8 @@
 #include "advise/advice.h"
 #include "profile/analysis.h"
 #include "util/list.h"
+#include "util/error.h"
+#include "util/strbuf.h"
 
 /* Thresholds (docs/plan.md, "How advise decides"). */
 #define ADV_OWNER_STABLE 0.80     /* accesses from each page's main node: pages have stable owners */
@@ -43,55 +45,6 @@
 #define ADV_PHASE_GAIN 0.05       /* a phase's own layout must make this much more of its accesses local */
 
 /* ------------------------------------------------------------ small helpers */
-
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = (b->cap ? 2 * b->cap : 128) + (size_t)n;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = 1;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
-
-/* The text, taken over (NULL on out of memory). */
-static char *sb_take(struct sbuf *b)
-{
-	if (b->oom || !b->s) {
-		free(b->s);
-		b->s = NULL;
-		return b->oom ? NULL : strdup("");
-	}
-	char *s = b->s;
-	b->s = NULL;
-	return s;
-}
 
 /* Canonical form of a policy text (nk_policy_format), malloc'ed; NULL when it does not parse or no memory. */
 static char *canon_policy(const char *text)
@@ -481,7 +434,7 @@ static int decide_shared(const struct adv *c, const struct nk__an_var *v, const 
 			 struct dec *d)
 {
 	int *u = malloc((size_t)(c->nn ? c->nn : 1) * sizeof(int));
-	struct sbuf pol = { 0 }, why = { 0 };
+	struct nk__strbuf pol = { 0 }, why = { 0 };
 	uint64_t typed = v->reads + v->writes;
 	double rf = typed ? (double)v->reads / (double)typed : -1;
 	char what[160];
@@ -516,8 +469,8 @@ static int decide_shared(const struct adv *c, const struct nk__an_var *v, const 
 	d->local = 1.0 / nu;
 	if (nu == 1) {
 		d->kind = D_BIND;
-		sb_printf(&pol, "bind:nodes=%d", u[0]);
-		sb_printf(&why, "only threads on node %d use it: bind it there", u[0]);
+		nk__strbuf_printf(&pol, "bind:nodes=%d", u[0]);
+		nk__strbuf_printf(&why, "only threads on node %d use it: bind it there", u[0]);
 		d->local = 1.0;
 		goto done;
 	}
@@ -548,14 +501,14 @@ static int decide_shared(const struct adv *c, const struct nk__an_var *v, const 
 		}
 		if (differ) {
 			d->kind = D_WEIGHTED;
-			sb_printf(&pol, "weighted:weights=");
+			nk__strbuf_printf(&pol, "weighted:weights=");
 			for (int k = 0; k < nu; k++)
-				sb_printf(&pol, "%s%d=%u", k ? "/" : "", u[k], wt[k]);
-			sb_printf(&why, "%s: interleave it over nodes %s (its users), weighted by the bandwidth measured from "
+				nk__strbuf_printf(&pol, "%s%d=%u", k ? "/" : "", u[k], wt[k]);
+			nk__strbuf_printf(&why, "%s: interleave it over nodes %s (its users), weighted by the bandwidth measured from "
 					"them (", what, ul);
 			for (int k = 0; k < nu; k++)
-				sb_printf(&why, "%snode %d %.0f MB/s", k ? ", " : "", u[k], bw[k]);
-			sb_printf(&why, ")");
+				nk__strbuf_printf(&why, "%snode %d %.0f MB/s", k ? ", " : "", u[k], bw[k]);
+			nk__strbuf_printf(&why, ")");
 			goto done;
 		}
 	}
@@ -563,8 +516,8 @@ static int decide_shared(const struct adv *c, const struct nk__an_var *v, const 
 				   : c->m ? " (bandwidth not measured: equal weights)" : "";
 	if (nu == c->n_mem) {
 		d->kind = D_CYCLIC;
-		sb_printf(&pol, "cyclic");
-		sb_printf(&why, "%s: interleave it over every node%s", what, bwnote);
+		nk__strbuf_printf(&pol, "cyclic");
+		nk__strbuf_printf(&why, "%s: interleave it over every node%s", what, bwnote);
 		goto done;
 	}
 	/* a home node and its nearest neighbours? */
@@ -593,20 +546,20 @@ static int decide_shared(const struct adv *c, const struct nk__an_var *v, const 
 		free(set);
 		if (same) {
 			d->kind = D_NEIGHBORS;
-			sb_printf(&pol, "cyclic_neighbors:home=%d,count=%d", home, nu);
-			sb_printf(&why, "%s: only node %d and its nearest neighbours use it (nodes %s): interleave it over "
+			nk__strbuf_printf(&pol, "cyclic_neighbors:home=%d,count=%d", home, nu);
+			nk__strbuf_printf(&why, "%s: only node %d and its nearest neighbours use it (nodes %s): interleave it over "
 					"them%s", what, home, ul, bwnote);
 			goto done;
 		}
 	}
 	d->kind = D_CYCLIC;
-	sb_printf(&pol, "cyclic:nodes=%s", ul);
-	sb_printf(&why, "%s: interleave it over the nodes whose threads use it (%s)%s", what, ul, bwnote);
+	nk__strbuf_printf(&pol, "cyclic:nodes=%s", ul);
+	nk__strbuf_printf(&why, "%s: interleave it over the nodes whose threads use it (%s)%s", what, ul, bwnote);
 done:
 	free(u);
 	free(ul);
-	char *raw = sb_take(&pol);
-	d->reason = sb_take(&why);
+	char *raw = nk__strbuf_take(&pol);
+	d->reason = nk__strbuf_take(&why);
 	d->policy = raw ? canon_policy(raw) : NULL;
 	free(raw);
 	if (!d->policy || !d->reason)
@@ -660,30 +613,30 @@ static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, in
 		if ((rc = block_fit(c, &p, cands, 4, &bn, &t, &local)))
 			goto out;
 		if (t && local >= ADV_BLOCK_FIT * p.owner_local) {
-			struct sbuf pol = { 0 }, why = { 0 };
+			struct nk__strbuf pol = { 0 }, why = { 0 };
 			int one = 1;
 			for (uint64_t b = 1; b < t; b++)
 				one &= bn[b] == bn[0];
 			double now = v->local + v->remote ? (double)v->local / (double)(v->local + v->remote) : 0;
 			if (one) {
 				d->kind = D_BIND;
-				sb_printf(&pol, "bind:nodes=%d", bn[0]);
-				sb_printf(&why, "threads on node %d make %.0f%% of its accesses: bind it there (%.0f%% local "
+				nk__strbuf_printf(&pol, "bind:nodes=%d", bn[0]);
+				nk__strbuf_printf(&why, "threads on node %d make %.0f%% of its accesses: bind it there (%.0f%% local "
 						"as profiled)", bn[0], pct(local), pct(now));
 			} else {
 				d->kind = D_BLOCK;
-				sb_printf(&pol, "block:threads=");
+				nk__strbuf_printf(&pol, "block:threads=");
 				for (uint64_t b = 0; b < t; b++)
-					sb_printf(&pol, "%s%d", b ? "," : "", bn[b]);
-				sb_printf(&why, "each thread works on its own contiguous slice (regularity %.2f): %llu blocks "
+					nk__strbuf_printf(&pol, "%s%d", b ? "," : "", bn[b]);
+				nk__strbuf_printf(&why, "each thread works on its own contiguous slice (regularity %.2f): %llu blocks "
 						"on the nodes that use them, in the observed order, make %.0f%% of its "
 						"accesses local (%.0f%% as profiled)",
 					  v->regularity < 0 ? 0 : v->regularity, (unsigned long long)t, pct(local),
 					  pct(now));
 			}
 			free(bn);
-			char *raw = sb_take(&pol);
-			d->reason = sb_take(&why);
+			char *raw = nk__strbuf_take(&pol);
+			d->reason = nk__strbuf_take(&why);
 			d->policy = raw ? canon_policy(raw) : NULL;
 			free(raw);
 			d->local = local;
@@ -695,13 +648,13 @@ static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, in
 			if ((rc = pages_ranges(&p, &d->ranges, &d->n_ranges)))
 				goto out;
 			if (d->n_ranges <= ADV_MAX_RANGES) {
-				struct sbuf why = { 0 };
+				struct nk__strbuf why = { 0 };
 				d->kind = D_PAGES;
 				d->local = p.owner_local;
-				sb_printf(&why, "each page is used mostly from one node (%.0f%% of the accesses) but no block "
+				nk__strbuf_printf(&why, "each page is used mostly from one node (%.0f%% of the accesses) but no block "
 						"layout fits (best: %.0f%%): %zu page ranges, each on its users' node",
 					  pct(p.owner_local), pct(local < 0 ? 0 : local), d->n_ranges);
-				d->reason = sb_take(&why);
+				d->reason = nk__strbuf_take(&why);
 				d->policy = strdup("pages");
 				rc = d->policy && d->reason ? 0 : NK_ENOMEM;
 				goto out;
@@ -778,12 +731,12 @@ static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_v
 	e.ev.size = whole->size;
 	/* the reason says how sure the profile is of the share it started from */
 	uint64_t known = view->local + view->remote;
-	struct sbuf why = { 0 };
+	struct nk__strbuf why = { 0 };
 	if (d->reason)
-		sb_printf(&why, "%s; profiled %.1f%% remote [%.1f, %.1f] (95%% interval, %.1f effective samples)",
+		nk__strbuf_printf(&why, "%s; profiled %.1f%% remote [%.1f, %.1f] (95%% interval, %.1f effective samples)",
 			  d->reason, known ? pct((double)view->remote / (double)known) : 0, pct(view->ci_lo),
 			  pct(view->ci_hi), view->n_eff);
-	e.reason = d->reason ? sb_take(&why) : NULL;
+	e.reason = d->reason ? nk__strbuf_take(&why) : NULL;
 	if (!e.ev.diagnosis || (d->reason && !e.reason)) {
 		free(e.ev.diagnosis);
 		free(e.reason);
@@ -889,14 +842,14 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 		double save_s = acc * gain * (c->lat_remote - c->lat_local) * 1e-9;
 		double cost_s = bytes / ADV_MIGRATE_BPS;
 		struct dec e = d[k];
-		struct sbuf why = { 0 };
+		struct nk__strbuf why = { 0 };
 		char fb[32], fc[32], fs[32];
 		fmt_bytes(bytes, fb, sizeof fb);
 		fmt_time(cost_s, fc, sizeof fc);
 		fmt_time(save_s, fs, sizeof fs);
-		sb_printf(&why, "in phase %s: %s (migrating %s costs ~%s, saves ~%s)", a->phases[k].name, d[k].reason, fb,
+		nk__strbuf_printf(&why, "in phase %s: %s (migrating %s costs ~%s, saves ~%s)", a->phases[k].name, d[k].reason, fb,
 			  fc, fs);
-		e.reason = sb_take(&why);
+		e.reason = nk__strbuf_take(&why);
 		if (!e.reason) {
 			rc = NK_ENOMEM;
 			break;

@@ -22,6 +22,8 @@
 #include "advise/advice.h"
 #include "profile/analysis.h"
 #include "util/list.h"
+#include "util/error.h"
+#include "util/strbuf.h"
 
 #define WI_JSON_VERSION 1
 #define WI_FALLBACK_NS 80.0 /* latency at SLIT distance 10 when none was measured: 80 ns x distance / 10 */
@@ -747,44 +749,6 @@ static char *entries_text(const struct wi_ctx *c, size_t v)
 
 /* ---------------------------------------------------------------- text */
 
-struct buf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-
-static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(struct buf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = NULL;
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->oom = 1;
-		return;
-	}
-	if (b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *ns = realloc(b->s, cap);
-		if (!ns) {
-			free(s);
-			b->oom = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, (size_t)n + 1);
-	b->len += (size_t)n;
-	free(s);
-}
-
 /* Fit @p s in @p w columns, cutting the middle with "~". */
 static const char *fit(const char *s, int w, char *buf, size_t cap)
 {
@@ -814,12 +778,12 @@ static void pct_pair(char *buf, size_t cap, const struct wi_acc *x)
 }
 
 /* One table line: 24 + 1 + 8 + 2 + 14 + 2 + 20 + 2 + 9 + 2 + 14 = 98 columns at most. */
-static void row(struct wi_ctx *c, struct buf *b, const char *name, uint64_t samples, const struct wi_acc *x,
+static void row(struct wi_ctx *c, struct nk__strbuf *b, const char *name, uint64_t samples, const struct wi_acc *x,
 		uint64_t mig, const char *pol)
 {
 	char nb[64], pb[64], rp[40];
 	pct_pair(rp, sizeof(rp), x);
-	bprintf(b, "%-24s %8llu  %s  %8.4f -> %8.4f  %9.2f%s%s\n", fit(name, 24, nb, sizeof(nb)),
+	nk__strbuf_printf(b, "%-24s %8llu  %s  %8.4f -> %8.4f  %9.2f%s%s\n", fit(name, 24, nb, sizeof(nb)),
 		(unsigned long long)samples, rp, stall_ms(c, &x[0]), stall_ms(c, &x[1]), (double)mig / 1048576.0,
 		*pol ? "  " : "", fit(pol, 14, pb, sizeof(pb)));
 }
@@ -857,22 +821,22 @@ static void per_run_means(struct wi_ctx *c)
 static int text_out(struct wi_ctx *c, char **out)
 {
 	const struct nk__analysis *a = c->a;
-	struct buf b = { 0 };
+	struct nk__strbuf b = { 0 };
 	char tmp[256];
-	bprintf(&b, "numakit whatif: %s, %llu samples (%s), plan: %zu entr%s\n", a->program,
+	nk__strbuf_printf(&b, "numakit whatif: %s, %llu samples (%s), plan: %zu entr%s\n", a->program,
 		(unsigned long long)a->samples, a->sampler ? a->sampler : "?", c->plan->n_entries,
 		c->plan->n_entries == 1 ? "y" : "ies");
 	if (a->runs > 1)
-		bprintf(&b, "%d runs replayed together: accesses, stall and migration are means per run\n", a->runs);
+		nk__strbuf_printf(&b, "%d runs replayed together: accesses, stall and migration are means per run\n", a->runs);
 	nk__format_list(c->ids, (size_t)c->k, tmp, sizeof(tmp));
-	bprintf(&b, "machine: %s, nodes %s\n", c->given_machine ? "as given" : "the profile's", tmp);
+	nk__strbuf_printf(&b, "machine: %s, nodes %s\n", c->given_machine ? "as given" : "the profile's", tmp);
 	const char *ls = lat_source(c);
 	if (!strcmp(ls, "measured"))
-		bprintf(&b, "latency: measured\n");
+		nk__strbuf_printf(&b, "latency: measured\n");
 	else
-		bprintf(&b, "latency: %s (unmeasured pairs: 80 ns x SLIT distance / 10)\n",
+		nk__strbuf_printf(&b, "latency: %s (unmeasured pairs: 80 ns x SLIT distance / 10)\n",
 			!strcmp(ls, "slit") ? "not measured" : "partly measured");
-	bprintf(&b, "bandwidth: %s\n",
+	nk__strbuf_printf(&b, "bandwidth: %s\n",
 		any_bw(c) ? "measured (stall = the larger of latency and bandwidth bound)"
 			  : "not measured (no bandwidth bound: stall is latency only)");
 	if (c->pinned) {
@@ -892,14 +856,14 @@ static int text_out(struct wi_ctx *c, char **out)
 			}
 			free(l);
 		}
-		bprintf(&b, "pinning: %s, %d threads on nodes %s\n", c->plan->pin.strategy, c->team, txt ? txt : "?");
+		nk__strbuf_printf(&b, "pinning: %s, %d threads on nodes %s\n", c->plan->pin.strategy, c->team, txt ? txt : "?");
 		free(txt);
 	} else {
-		bprintf(&b, "pinning: none (threads as profiled)\n");
+		nk__strbuf_printf(&b, "pinning: none (threads as profiled)\n");
 	}
-	bprintf(&b, "\n%-24s %8s  %-14s  %-20s  %9s  %s\n", "variable", "samples", "remote %", "stall ms (estimate)",
+	nk__strbuf_printf(&b, "\n%-24s %8s  %-14s  %-20s  %9s  %s\n", "variable", "samples", "remote %", "stall ms (estimate)",
 		"migrate", "policy");
-	bprintf(&b, "%-24s %8s  %-14s  %-20s  %9s\n", "", "", "profiled->plan", "profiled ->     plan", "MiB");
+	nk__strbuf_printf(&b, "%-24s %8s  %-14s  %-20s  %9s\n", "", "", "profiled->plan", "profiled ->     plan", "MiB");
 	size_t shown = 0;
 	struct wi_acc rest[2];
 	uint64_t rest_bytes[2][64];
@@ -947,20 +911,20 @@ static int text_out(struct wi_ctx *c, char **out)
 	}
 	row(c, &b, "total", a->n_attr, c->tot, c->mig_total, "");
 	if (c->tot[0].unknown)
-		bprintf(&b, "%llu of %llu accesses have no known node (not in the remote share nor the stall)\n",
+		nk__strbuf_printf(&b, "%llu of %llu accesses have no known node (not in the remote share nor the stall)\n",
 			(unsigned long long)c->tot[0].unknown, (unsigned long long)c->tot[0].acc);
-	bprintf(&b, "\nStall is an estimate for comparing plans (accesses x latency, for the accesses the samples\n"
+	nk__strbuf_printf(&b, "\nStall is an estimate for comparing plans (accesses x latency, for the accesses the samples\n"
 		    "stand for), not a prediction of run time.  Migration: bytes moved when a policy is applied at\n"
 		    "the first parallel region or a phase (@par, @PHASE); \"alloc\" entries move nothing.\n");
 	if (c->no_instance)
-		bprintf(&b, "%llu samples of planned variables fell outside a known instance: kept as profiled\n",
+		nk__strbuf_printf(&b, "%llu samples of planned variables fell outside a known instance: kept as profiled\n",
 			(unsigned long long)c->no_instance);
 	if (c->n_warn || c->plan->n_warnings) {
-		bprintf(&b, "\nwarnings:\n");
+		nk__strbuf_printf(&b, "\nwarnings:\n");
 		for (size_t i = 0; i < c->n_warn; i++)
-			bprintf(&b, "  %s\n", c->warn[i]);
+			nk__strbuf_printf(&b, "  %s\n", c->warn[i]);
 		for (size_t i = 0; i < c->plan->n_warnings; i++)
-			bprintf(&b, "  plan: %s\n", c->plan->warnings[i]);
+			nk__strbuf_printf(&b, "  plan: %s\n", c->plan->warnings[i]);
 	}
 	if (b.oom || !b.s) {
 		free(b.s);

@@ -21,7 +21,7 @@
 #include "alloc/array_impl.h"
 #include "os/os.h"
 #include "runtime/runtime.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* Largest address space over-reserved to align an array (returned at once). */
 #define ALIGN_RESERVE_MAX ((size_t)64 << 20)

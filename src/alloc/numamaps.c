@@ -25,6 +25,7 @@
 #include "numakit.h"
 #include "os/os.h"
 #include "util/list.h"
+#include "util/error.h"
 
 struct nm_entry {
 	uint64_t addr;

@@ -13,6 +13,7 @@
 #include "numakit.h"
 #include "os/os.h"
 #include "util/list.h"
+#include "util/error.h"
 
 typedef int (*ids_fn)(const nk_machine *m, int *ids, size_t cap);
 

@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "numakit.h"
-#include "util/list.h" /* nk__error */
 
 /** Cache line the kernels and the chase assume (x86-64, most arm64). */
 #define NK__LINE 64

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "machine/machine_impl.h"
+#include "util/error.h"
 
 /* 0 when node @p id has the same cpus in both machines. */
 static int same_cpus(const nk_machine *a, const nk_machine *b, int id)

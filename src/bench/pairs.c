@@ -4,6 +4,7 @@
  * behind `numakit bench`'s usage errors are unit-tested without measuring.
  */
 #include "bench/bench_impl.h"
+#include "util/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -18,6 +18,7 @@
  */
 #include "bench/bench_impl.h"
 #include "os/os.h"
+#include "util/error.h"
 
 #include <errno.h>
 #include <pthread.h>

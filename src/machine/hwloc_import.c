@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "os/os.h"
+#include "util/error.h"
 
 /* An id from hwloc's unsigned os_index; unknown or huge ids become -1 so
  * that nk__machine_finalize() rejects them with its own message. */

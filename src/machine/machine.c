@@ -1,5 +1,6 @@
 /* The machine model: construction helpers, the one invariant checker, accessors. */
 #include "machine/machine_impl.h"
+#include "util/error.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,6 +20,8 @@
  */
 #include "machine/machine_impl.h"
 #include "os/os.h"
+#include "util/error.h"
+#include "util/json_read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -243,47 +245,13 @@ int nk_machine_save(const nk_machine *m, const char *path, nk_error *err)
 /* ================================================================== reader */
 
 struct mf_in {
-	const char *name; /* file name for messages, "<buffer>" for buffers */
-	nk_error *err;
+	struct nk__json_in j; /* file name for messages, "<buffer>" for buffers; the caller's error */
 	int n;            /* nodes in the file */
 	int *file_ids;    /* node ids in file order: the order of every matrix */
 	int *node_ids;    /* the same, sorted, for lookups */
 	int *cpu_ids;     /* cpu ids, sorted, for lookups */
 	int ncpus;
 };
-
-static int mf_fail(struct mf_in *in, int code, const char *where, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* One message shape: NAME: JSON.PATH: problem. */
-static int mf_fail(struct mf_in *in, int code, const char *where, const char *fmt, ...)
-{
-	char why[300];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (where)
-		return nk__error(in->err, code, "%s: %s: %s", in->name, where, why);
-	return nk__error(in->err, code, "%s: %s", in->name, why);
-}
-
-static const char *type_name(const json_t *v)
-{
-	if (!v)
-		return "nothing";
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
 
 /* Path buffers: "nodes[4095].mem_total" and the like fit with room to spare. */
 #define PATH_MAX_LEN 128
@@ -292,12 +260,12 @@ static const char *type_name(const json_t *v)
 static int get_int(struct mf_in *in, const json_t *v, const char *where, long long lo, long long hi, long long *out)
 {
 	if (!v)
-		return mf_fail(in, NK_EPARSE, where, "missing");
+		return nk__json_fail(&in->j, NK_EPARSE, where, "missing");
 	if (!json_is_integer(v))
-		return mf_fail(in, NK_EPARSE, where, "expected an integer, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected an integer, found %s", nk__json_type_name(v));
 	json_int_t x = json_integer_value(v);
 	if (x < lo || x > hi)
-		return mf_fail(in, NK_EPARSE, where, "%lld is out of range %lld..%lld", (long long)x, lo, hi);
+		return nk__json_fail(&in->j, NK_EPARSE, where, "%lld is out of range %lld..%lld", (long long)x, lo, hi);
 	*out = x;
 	return 0;
 }
@@ -310,7 +278,7 @@ static int get_bool(struct mf_in *in, const json_t *v, const char *where, int *o
 		return 0;
 	}
 	if (!json_is_boolean(v))
-		return mf_fail(in, NK_EPARSE, where, "expected true or false, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected true or false, found %s", nk__json_type_name(v));
 	*out = json_is_true(v);
 	return 0;
 }
@@ -320,12 +288,12 @@ static int get_list(struct mf_in *in, const json_t *v, const char *where, nk__il
 	char why[200];
 
 	if (!v)
-		return mf_fail(in, NK_EPARSE, where, "missing");
+		return nk__json_fail(&in->j, NK_EPARSE, where, "missing");
 	if (!json_is_string(v))
-		return mf_fail(in, NK_EPARSE, where, "expected a list string such as \"0-3,8\", found %s",
-			       type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected a list string such as \"0-3,8\", found %s",
+			       nk__json_type_name(v));
 	if (nk__parse_list(json_string_value(v), out, why, sizeof why))
-		return mf_fail(in, NK_EPARSE, where, "bad list \"%.40s\": %s", json_string_value(v), why);
+		return nk__json_fail(&in->j, NK_EPARSE, where, "bad list \"%.40s\": %s", json_string_value(v), why);
 	return 0;
 }
 
@@ -333,18 +301,18 @@ static int get_list(struct mf_in *in, const json_t *v, const char *where, nk__il
 static int get_object(struct mf_in *in, const json_t *v, const char *where, int required)
 {
 	if (!v)
-		return required ? mf_fail(in, NK_EPARSE, where, "missing") : 0;
+		return required ? nk__json_fail(&in->j, NK_EPARSE, where, "missing") : 0;
 	if (!json_is_object(v))
-		return mf_fail(in, NK_EPARSE, where, "expected an object, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected an object, found %s", nk__json_type_name(v));
 	return 0;
 }
 
 static int get_array(struct mf_in *in, const json_t *v, const char *where, int required)
 {
 	if (!v)
-		return required ? mf_fail(in, NK_EPARSE, where, "missing") : 0;
+		return required ? nk__json_fail(&in->j, NK_EPARSE, where, "missing") : 0;
 	if (!json_is_array(v))
-		return mf_fail(in, NK_EPARSE, where, "expected an array, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected an array, found %s", nk__json_type_name(v));
 	return 0;
 }
 
@@ -356,7 +324,7 @@ static int get_thp(struct mf_in *in, const json_t *v, const char *where, int *ou
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return mf_fail(in, NK_EPARSE, where, "expected a string or null, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, where, "expected a string or null, found %s", nk__json_type_name(v));
 	s = json_string_value(v);
 	if (!strcmp(s, "always"))
 		*out = NK_THP_ALWAYS;
@@ -369,7 +337,7 @@ static int get_thp(struct mf_in *in, const json_t *v, const char *where, int *ou
 	else if (!strcmp(s, "never"))
 		*out = NK_THP_NEVER;
 	else
-		return mf_fail(in, NK_EPARSE, where, "\"%.20s\" is not always, madvise, never, defer or defer+madvise", s);
+		return nk__json_fail(&in->j, NK_EPARSE, where, "\"%.20s\" is not always, madvise, never, defer or defer+madvise", s);
 	return 0;
 }
 
@@ -380,24 +348,24 @@ static int read_header(struct mf_in *in, const json_t *root, struct nk_machine *
 	int rc;
 
 	if (!json_is_object(root))
-		return mf_fail(in, NK_EPARSE, NULL, "expected a JSON object, found %s", type_name(root));
+		return nk__json_fail(&in->j, NK_EPARSE, NULL, "expected a JSON object, found %s", nk__json_type_name(root));
 	v = json_object_get(root, "format");
 	if (!v)
-		return mf_fail(in, NK_EPARSE, "format", "missing (not a numakit machine file)");
+		return nk__json_fail(&in->j, NK_EPARSE, "format", "missing (not a numakit machine file)");
 	if (!json_is_string(v) || strcmp(json_string_value(v), MF_FORMAT))
-		return mf_fail(in, NK_EPARSE, "format", "expected \"" MF_FORMAT "\"");
+		return nk__json_fail(&in->j, NK_EPARSE, "format", "expected \"" MF_FORMAT "\"");
 	v = json_object_get(root, "version");
 	if (!v)
-		return mf_fail(in, NK_EPARSE, "version", "missing");
+		return nk__json_fail(&in->j, NK_EPARSE, "version", "missing");
 	if (!json_is_integer(v))
-		return mf_fail(in, NK_EPARSE, "version", "expected an integer, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, "version", "expected an integer, found %s", nk__json_type_name(v));
 	if (json_integer_value(v) != MF_VERSION)
-		return mf_fail(in, NK_EVERSION, "version", "version %lld is not supported (this library reads %d)",
+		return nk__json_fail(&in->j, NK_EVERSION, "version", "version %lld is not supported (this library reads %d)",
 			       (long long)json_integer_value(v), MF_VERSION);
 
 	v = json_object_get(root, "numakit_version");
 	if (v && !json_is_string(v))
-		return mf_fail(in, NK_EPARSE, "numakit_version", "expected a string, found %s", type_name(v));
+		return nk__json_fail(&in->j, NK_EPARSE, "numakit_version", "expected a string, found %s", nk__json_type_name(v));
 
 	/* The original source is checked but not kept: the machine now comes from this file. */
 	v = json_object_get(root, "source");
@@ -410,9 +378,9 @@ static int read_header(struct mf_in *in, const json_t *root, struct nk_machine *
 			for (size_t i = 0; i < sizeof source_names / sizeof *source_names; i++)
 				known |= !strcmp(json_string_value(k), source_names[i]);
 		if (k && !known)
-			return mf_fail(in, NK_EPARSE, "source.kind", "expected live, fsroot, xml, synthetic or file");
+			return nk__json_fail(&in->j, NK_EPARSE, "source.kind", "expected live, fsroot, xml, synthetic or file");
 		if (d && !json_is_string(d))
-			return mf_fail(in, NK_EPARSE, "source.detail", "expected a string, found %s", type_name(d));
+			return nk__json_fail(&in->j, NK_EPARSE, "source.detail", "expected a string, found %s", nk__json_type_name(d));
 	}
 
 	v = json_object_get(root, "page_size");
@@ -420,7 +388,7 @@ static int read_header(struct mf_in *in, const json_t *root, struct nk_machine *
 		if ((rc = get_int(in, v, "page_size", 1, 1LL << 40, &x)))
 			return rc;
 		if (x & (x - 1))
-			return mf_fail(in, NK_EPARSE, "page_size", "%lld is not a power of two", x);
+			return nk__json_fail(&in->j, NK_EPARSE, "page_size", "%lld is not a power of two", x);
 		m->page_size = (uint64_t)x;
 	}
 
@@ -433,9 +401,9 @@ static int read_header(struct mf_in *in, const json_t *root, struct nk_machine *
 		if ((rc = get_int(in, json_array_get(v, i), where, 1024, (long long)INT_MAX * 1024, &x)))
 			return rc;
 		if (x % 1024)
-			return mf_fail(in, NK_EPARSE, where, "%lld is not a multiple of 1024", x);
+			return nk__json_fail(&in->j, NK_EPARSE, where, "%lld is not a multiple of 1024", x);
 		if (nk__ilist_push(&m->huge_kb, (int)(x / 1024)))
-			return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+			return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	}
 
 	v = json_object_get(root, "kernel");
@@ -496,9 +464,9 @@ static int duplicate_check(struct mf_in *in, const int *ids, const int *sorted, 
 		if (ids[i] == dup && seen++) {
 			char where[PATH_MAX_LEN];
 			snprintf(where, sizeof where, "%s[%d].%s", what, i, field);
-			return mf_fail(in, NK_EPARSE, where, "%d is listed twice", dup);
+			return nk__json_fail(&in->j, NK_EPARSE, where, "%d is listed twice", dup);
 		}
-	return mf_fail(in, NK_EPARSE, what, "%d is listed twice", dup);
+	return nk__json_fail(&in->j, NK_EPARSE, what, "%d is listed twice", dup);
 }
 
 /* What the file claims about each node, checked against what finalize derives. */
@@ -516,7 +484,7 @@ static int read_nodes(struct mf_in *in, const json_t *root, struct nk_machine *m
 		return rc;
 	size_t n = json_array_size(nodes);
 	if (n < 1 || n > NK__MAX_NODES)
-		return mf_fail(in, NK_EPARSE, "nodes", "expected 1..%d nodes, found %zu", NK__MAX_NODES, n);
+		return nk__json_fail(&in->j, NK_EPARSE, "nodes", "expected 1..%d nodes, found %zu", NK__MAX_NODES, n);
 	in->n = (int)n;
 	in->file_ids = malloc(n * sizeof *in->file_ids);
 	cl->has_cpus = malloc(n * sizeof *cl->has_cpus);
@@ -524,7 +492,7 @@ static int read_nodes(struct mf_in *in, const json_t *root, struct nk_machine *m
 	cl->cpus_allowed = malloc(n * sizeof *cl->cpus_allowed);
 	cl->cpus = json_array();
 	if (!in->file_ids || !cl->has_cpus || !cl->mem_allowed || !cl->cpus_allowed || !cl->cpus)
-		return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 
 	for (size_t i = 0; i < n; i++) {
 		const json_t *jn = json_array_get(nodes, i);
@@ -550,10 +518,10 @@ static int read_nodes(struct mf_in *in, const json_t *root, struct nk_machine *m
 			return rc;
 		const json_t *jc = json_object_get(jn, "cpus");
 		if (jc && !json_is_string(jc))
-			return mf_fail(in, NK_EPARSE, AT(".cpus"), "expected a list string such as \"0-3,8\", found %s",
-				       type_name(jc));
+			return nk__json_fail(&in->j, NK_EPARSE, AT(".cpus"), "expected a list string such as \"0-3,8\", found %s",
+				       nk__json_type_name(jc));
 		if (json_array_append(cl->cpus, jc ? (json_t *)jc : json_null()))
-			return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+			return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 		const json_t *jw = json_object_get(jn, "wi_weight");
 		w = 0;
 		if (jw && !json_is_null(jw) && (rc = get_int(in, jw, AT(".wi_weight"), 1, 255, &w)))
@@ -561,7 +529,7 @@ static int read_nodes(struct mf_in *in, const json_t *root, struct nk_machine *m
 #undef AT
 		rc = nk__machine_add_node(m, (int)id, &nd);
 		if (rc)
-			return mf_fail(in, rc, NULL, "out of memory");
+			return nk__json_fail(&in->j, rc, NULL, "out of memory");
 		nd->mem_total = (uint64_t)total;
 		nd->mem_free = freeb < 0 ? (uint64_t)total : (uint64_t)freeb;
 		nd->has_memory_hint = hm;
@@ -570,7 +538,7 @@ static int read_nodes(struct mf_in *in, const json_t *root, struct nk_machine *m
 	}
 	in->node_ids = sorted_copy(in->file_ids, in->n);
 	if (!in->node_ids)
-		return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	return duplicate_check(in, in->file_ids, in->node_ids, in->n, "nodes", "id");
 }
 
@@ -582,7 +550,7 @@ static int read_rows(struct mf_in *in, const json_t *v, const char *name)
 	if ((rc = get_array(in, v, name, 1)))
 		return rc;
 	if (json_array_size(v) != (size_t)in->n)
-		return mf_fail(in, NK_EPARSE, name, "expected %d rows (one per node), found %zu", in->n,
+		return nk__json_fail(&in->j, NK_EPARSE, name, "expected %d rows (one per node), found %zu", in->n,
 			       json_array_size(v));
 	for (int i = 0; i < in->n; i++) {
 		const json_t *row = json_array_get(v, (size_t)i);
@@ -591,7 +559,7 @@ static int read_rows(struct mf_in *in, const json_t *v, const char *name)
 		if ((rc = get_array(in, row, where, 1)))
 			return rc;
 		if (json_array_size(row) != (size_t)in->n)
-			return mf_fail(in, NK_EPARSE, where, "expected %d values, found %zu", in->n,
+			return nk__json_fail(&in->j, NK_EPARSE, where, "expected %d values, found %zu", in->n,
 				       json_array_size(row));
 	}
 	return 0;
@@ -608,7 +576,7 @@ static int read_distances(struct mf_in *in, const json_t *root, struct nk_machin
 	/* finalize permutes this matrix from file order to id order */
 	m->dist = malloc((size_t)n * (size_t)n * sizeof *m->dist);
 	if (!m->dist)
-		return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	for (int i = 0; i < n; i++) {
 		const json_t *row = json_array_get(v, (size_t)i);
 		for (int j = 0; j < n; j++) {
@@ -632,10 +600,10 @@ static int read_cpus(struct mf_in *in, const json_t *root, struct nk_machine *m)
 		return rc;
 	size_t n = json_array_size(cpus);
 	if (!n)
-		return mf_fail(in, NK_EPARSE, "cpus", "a machine needs at least one cpu");
+		return nk__json_fail(&in->j, NK_EPARSE, "cpus", "a machine needs at least one cpu");
 	ids = malloc(n * sizeof *ids);
 	if (!ids)
-		return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const json_t *jc = json_array_get(cpus, i);
 		char where[PATH_MAX_LEN];
@@ -653,13 +621,13 @@ static int read_cpus(struct mf_in *in, const json_t *root, struct nk_machine *m)
 			goto out;
 		/* -1: the cpu is online but its node is offline (real machines do that) */
 		if (node != -1 && !has_id(in->node_ids, in->n, (int)node)) {
-			rc = mf_fail(in, NK_EPARSE, AT(".node"), "no node %lld in \"nodes\"", node);
+			rc = nk__json_fail(&in->j, NK_EPARSE, AT(".node"), "no node %lld in \"nodes\"", node);
 			goto out;
 		}
 #undef AT
 		rc = nk__machine_add_cpu(m, (int)id, &c);
 		if (rc) {
-			rc = mf_fail(in, rc, NULL, "out of memory");
+			rc = nk__json_fail(&in->j, rc, NULL, "out of memory");
 			goto out;
 		}
 		c->node = (int)node;
@@ -670,7 +638,7 @@ static int read_cpus(struct mf_in *in, const json_t *root, struct nk_machine *m)
 	in->ncpus = (int)n;
 	in->cpu_ids = sorted_copy(ids, (int)n);
 	if (!in->cpu_ids) {
-		rc = mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		rc = nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
 	rc = duplicate_check(in, ids, in->cpu_ids, (int)n, "cpus", "id");
@@ -684,7 +652,7 @@ static int check_cpus_exist(struct mf_in *in, const nk__ilist *l, const char *wh
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (!has_id(in->cpu_ids, in->ncpus, l->v[i]))
-			return mf_fail(in, NK_EPARSE, where, "no cpu %d in \"cpus\"", l->v[i]);
+			return nk__json_fail(&in->j, NK_EPARSE, where, "no cpu %d in \"cpus\"", l->v[i]);
 	return 0;
 }
 
@@ -714,9 +682,9 @@ static int read_caches(struct mf_in *in, const json_t *root, struct nk_machine *
 			if (!strcmp(json_string_value(jt), cache_type_names[t]))
 				type = t;
 		if (type < 0)
-			return mf_fail(in, NK_EPARSE, AT(".type"), "expected \"unified\", \"data\" or \"instruction\"");
+			return nk__json_fail(&in->j, NK_EPARSE, AT(".type"), "expected \"unified\", \"data\" or \"instruction\"");
 		if ((rc = nk__machine_add_cache(m, &c)))
-			return mf_fail(in, rc, NULL, "out of memory");
+			return nk__json_fail(&in->j, rc, NULL, "out of memory");
 		c->level = (int)level;
 		c->type = type;
 		c->size = (uint64_t)size;
@@ -725,7 +693,7 @@ static int read_caches(struct mf_in *in, const json_t *root, struct nk_machine *
 		if ((rc = get_list(in, json_object_get(jc, "cpus"), AT(".cpus"), &c->cpus)))
 			return rc;
 		if (!c->cpus.n)
-			return mf_fail(in, NK_EPARSE, where, "a cache needs at least one cpu");
+			return nk__json_fail(&in->j, NK_EPARSE, where, "a cache needs at least one cpu");
 		if ((rc = check_cpus_exist(in, &c->cpus, where)))
 			return rc;
 #undef AT
@@ -750,7 +718,7 @@ static int read_allowed(struct mf_in *in, const json_t *root, struct nk_machine 
 			return rc;
 		for (size_t i = 0; i < m->allowed_nodes.n; i++)
 			if (!has_id(in->node_ids, in->n, m->allowed_nodes.v[i]))
-				return mf_fail(in, NK_EPARSE, "allowed.nodes", "no node %d in \"nodes\"",
+				return nk__json_fail(&in->j, NK_EPARSE, "allowed.nodes", "no node %d in \"nodes\"",
 					       m->allowed_nodes.v[i]);
 	}
 	return 0;
@@ -775,7 +743,7 @@ static int read_measured(struct mf_in *in, const json_t *root, double **file_ord
 			return rc;
 		file_order[k] = malloc((size_t)n * (size_t)n * sizeof *file_order[k]);
 		if (!file_order[k])
-			return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+			return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 		for (int i = 0; i < n; i++) {
 			const json_t *row = json_array_get(mx, (size_t)i);
 			for (int j = 0; j < n; j++) {
@@ -788,11 +756,11 @@ static int read_measured(struct mf_in *in, const json_t *root, double **file_ord
 				}
 				snprintf(where, sizeof where, "%s[%d][%d]", name, i, j);
 				if (!json_is_number(e))
-					return mf_fail(in, NK_EPARSE, where, "expected a number or null, found %s",
-						       type_name(e));
+					return nk__json_fail(&in->j, NK_EPARSE, where, "expected a number or null, found %s",
+						       nk__json_type_name(e));
 				x = json_number_value(e);
 				if (!isfinite(x) || x <= 0)
-					return mf_fail(in, NK_EPARSE, where, "%g is not a positive measurement", x);
+					return nk__json_fail(&in->j, NK_EPARSE, where, "%g is not a positive measurement", x);
 				file_order[k][i * n + j] = x;
 			}
 		}
@@ -819,7 +787,7 @@ static int check_claims(struct mf_in *in, struct nk_machine *m, const struct mf_
 			nk__ilist_free(&l);
 			if (!same) {
 				char *have = nk__format_list_alloc(nd->cpus.v, nd->cpus.n);
-				rc = mf_fail(in, NK_EPARSE, where, "\"%.40s\" differs from the cpus of node %d in \"cpus\" (\"%.40s\")",
+				rc = nk__json_fail(&in->j, NK_EPARSE, where, "\"%.40s\" differs from the cpus of node %d in \"cpus\" (\"%.40s\")",
 					     json_string_value(jc), nd->id, have ? have : "?");
 				free(have);
 				return rc;
@@ -837,7 +805,7 @@ static int check_claims(struct mf_in *in, struct nk_machine *m, const struct mf_
 		for (size_t k = 0; k < sizeof checks / sizeof *checks; k++)
 			if (checks[k].claim >= 0 && checks[k].claim != !!(nd->flags & checks[k].flag)) {
 				snprintf(where, sizeof where, "nodes[%d].%s", i, checks[k].field);
-				return mf_fail(in, NK_EPARSE, where, "is %s, but the %s say otherwise",
+				return nk__json_fail(&in->j, NK_EPARSE, where, "is %s, but the %s say otherwise",
 					       checks[k].claim ? "true" : "false",
 					       k == 0 ? "cpus" : "allowed sets");
 			}
@@ -850,25 +818,25 @@ static int check_claims(struct mf_in *in, struct nk_machine *m, const struct mf_
 	for (int i = 0; i < m->ncpus; i++)
 		distinct += !i || core_keys[i] != core_keys[i - 1];
 	if (distinct != m->ncores)
-		return mf_fail(in, NK_EPARSE, "cpus", "a core number is shared by cpus of different nodes or packages");
+		return nk__json_fail(&in->j, NK_EPARSE, "cpus", "a core number is shared by cpus of different nodes or packages");
 	return 0;
 }
 
 static int load_json(struct mf_in *in, const json_t *root, nk_machine **out)
 {
-	struct nk_machine *m = nk__machine_new(NK_SOURCE_FILE, in->name);
+	struct nk_machine *m = nk__machine_new(NK_SOURCE_FILE, in->j.name);
 	struct mf_claims cl = { 0 };
 	double *measured[NK_MATRIX_KIND_COUNT] = { 0 };
 	int *core_keys = NULL;
 	int rc;
 
 	if (!m)
-		return mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	if ((rc = read_header(in, root, m)) || (rc = read_nodes(in, root, m, &cl)) ||
 	    (rc = read_distances(in, root, m)) || (rc = read_cpus(in, root, m)) || (rc = read_caches(in, root, m)) ||
 	    (rc = read_allowed(in, root, m)) || (rc = read_measured(in, root, measured)))
 		goto out;
-	rc = nk__machine_finalize(m, in->name, in->err);
+	rc = nk__machine_finalize(m, in->j.name, in->j.err);
 	if (rc)
 		goto out;
 
@@ -879,7 +847,7 @@ static int load_json(struct mf_in *in, const json_t *root, nk_machine **out)
 			continue;
 		m->matrix[k] = malloc((size_t)n * (size_t)n * sizeof *m->matrix[k]);
 		if (!m->matrix[k]) {
-			rc = mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+			rc = nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
@@ -891,7 +859,7 @@ static int load_json(struct mf_in *in, const json_t *root, nk_machine **out)
 
 	core_keys = malloc((size_t)m->ncpus * sizeof *core_keys);
 	if (!core_keys) {
-		rc = mf_fail(in, NK_ENOMEM, NULL, "out of memory");
+		rc = nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < m->ncpus; i++)
@@ -920,7 +888,7 @@ out:
 
 static int load_named(const char *buf, size_t len, const char *name, nk_machine **out, nk_error *err)
 {
-	struct mf_in in = { .name = name, .err = err };
+	struct mf_in in = { .j = { .name = name, .err = err } };
 	json_error_t jerr;
 	json_t *root;
 	int rc;

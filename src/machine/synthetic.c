@@ -6,6 +6,7 @@
  * documented in docs/formats.md; every error names the offending token.
  */
 #include "machine/machine_impl.h"
+#include "util/error.h"
 
 #include <ctype.h>
 #include <limits.h>

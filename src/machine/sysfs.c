@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "os/os.h"
+#include "util/error.h"
 
 #define NODE_DIR "/sys/devices/system/node"
 #define CPU_DIR "/sys/devices/system/cpu"

@@ -32,7 +32,7 @@
 #include "os/os.h"
 #include "policy/plan.h"
 #include "runtime/runtime.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* How untouched pages get their placement. */
 enum {

@@ -41,7 +41,7 @@
 
 #include "numakit.h"
 #include "os/os.h"
-#include "util/list.h"
+#include "util/error.h"
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_POINTER_LOCK_FREE == 2,
 	       "the SIGSEGV handler needs lock-free atomics (async-signal-safety)");

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "os/os.h"
-#include "util/list.h"
 
 static long os_move_pages(void *ctx, unsigned long count, void **pages, const int *nodes, int *status)
 {

@@ -15,7 +15,7 @@
 #include "machine/machine_impl.h"
 #include "os/os.h"
 #include "policy/policy_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* ------------------------------------------------------------- helpers */
 

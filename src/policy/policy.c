@@ -14,6 +14,7 @@
 
 #include "policy/policy_impl.h"
 #include "util/list.h"
+#include "util/error.h"
 
 static const char *const kind_names[NK_POLICY_KIND_COUNT] = {
 	[NK_POLICY_BIND] = "bind",

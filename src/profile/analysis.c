@@ -4,7 +4,7 @@
  * several runs, and freeing.  Holds no step of its own; pure computation over an in-memory profile.
  */
 #include "profile/analysis_impl.h"
-#include "util/list.h" /* nk__error */
+#include "util/error.h"
 
 int nk__an_warn(struct nk__analysis *a, char *text)
 {

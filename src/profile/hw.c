@@ -17,6 +17,7 @@
 
 #include "os/os.h"
 #include "util/list.h"
+#include "util/error.h"
 
 #define SYSFS_DEVICES "/sys/bus/event_source/devices"
 #define NOPE "no precise memory sampling here"

@@ -24,7 +24,7 @@
 #include "os/os.h"
 #include "profile/nkp.h"
 #include "profile/nkp_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 struct part {
 	const char *path;

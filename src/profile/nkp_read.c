@@ -22,7 +22,7 @@
 #include "os/os.h"
 #include "profile/nkp.h"
 #include "profile/nkp_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 static const char *const type_names[] = {
 	[NK__NKP_RUN] = "RUN",	       [NK__NKP_MACHINE] = "MACHINE", [NK__NKP_PROCESS] = "PROCESS",

@@ -18,7 +18,7 @@
 
 #include "os/os.h"
 #include "profile/nkp.h"
-#include "util/list.h"
+#include "util/error.h"
 
 size_t nk__nkp_n_runs(const struct nk__nkp_profile *p)
 {

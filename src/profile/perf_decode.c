@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/list.h"
+#include "util/error.h"
 
 /* ------------------------------------------------------------ sysfs formats */
 

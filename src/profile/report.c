@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "profile/analysis.h"
-#include "util/list.h"
+#include "util/error.h"
+#include "util/strbuf.h"
 
 struct nk_profile {
 	struct nk__analysis *a;
@@ -158,44 +159,7 @@ void nk_profile_free(nk_profile *p)
 
 /* ---------------------------------------------------------------- buffer */
 
-struct buf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-
-static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(struct buf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = 1;
-			return;
-		}
-		if (b->s && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap <= b->len + (size_t)n)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = 1;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
-
-static int bfinish(struct buf *b, char **out, nk_error *err)
+static int bfinish(struct nk__strbuf *b, char **out, nk_error *err)
 {
 	if (b->oom || !b->s) {
 		free(b->s);
@@ -267,10 +231,10 @@ static const char *fix_text(const struct nk__analysis *a, const struct nk__an_va
 /* ---------------------------------------------------------------- text */
 
 /* @p text after @p indent spaces, wrapped at word boundaries to 100 columns. */
-static void wrapped(struct buf *b, int indent, const char *prefix, const char *text)
+static void wrapped(struct nk__strbuf *b, int indent, const char *prefix, const char *text)
 {
 	int col = indent + (int)strlen(prefix);
-	bprintf(b, "%*s%s", indent, "", prefix);
+	nk__strbuf_printf(b, "%*s%s", indent, "", prefix);
 	int first = 1;
 	while (*text) {
 		while (*text == ' ')
@@ -280,18 +244,18 @@ static void wrapped(struct buf *b, int indent, const char *prefix, const char *t
 		const char *sp = strchr(text, ' ');
 		int w = sp ? (int)(sp - text) : (int)strlen(text);
 		if (!first && col + 1 + w > 100) {
-			bprintf(b, "\n%*s", indent + 2, "");
+			nk__strbuf_printf(b, "\n%*s", indent + 2, "");
 			col = indent + 2;
 		} else if (!first) {
-			bprintf(b, " ");
+			nk__strbuf_printf(b, " ");
 			col++;
 		}
-		bprintf(b, "%.*s", w, text);
+		nk__strbuf_printf(b, "%.*s", w, text);
 		col += w;
 		text += w;
 		first = 0;
 	}
-	bprintf(b, "\n");
+	nk__strbuf_printf(b, "\n");
 }
 
 #define TEXT_VARS 12 /* variables listed per node and in the table */
@@ -310,7 +274,7 @@ static const char *ci_text(const struct nk__an_var *v, char *buf, size_t cap)
 static int users_sorted(const struct nk__an_var *v, int *ord);
 
 /* Heap sites with their blocks (issue 19): how many, how large, who allocated and who uses them. */
-static void sites_text(struct buf *b, const struct nk__analysis *a)
+static void sites_text(struct nk__strbuf *b, const struct nk__analysis *a)
 {
 	int head = 0;
 	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
@@ -320,84 +284,84 @@ static void sites_text(struct buf *b, const struct nk__analysis *a)
 		if (!v->site || !v->samples)
 			continue;
 		if (!head++)
-			bprintf(b, "\n== Allocation sites ==\n");
-		bprintf(b, "%s: %llu blocks (at most %llu live, %s; %llu live at the end, %s)\n", v->name,
+			nk__strbuf_printf(b, "\n== Allocation sites ==\n");
+		nk__strbuf_printf(b, "%s: %llu blocks (at most %llu live, %s; %llu live at the end, %s)\n", v->name,
 			(unsigned long long)v->site_blocks, (unsigned long long)v->site_peak,
 			fmt_size(v->site_bytes_peak, s1, sizeof s1), (unsigned long long)v->site_live,
 			fmt_size(v->site_bytes_live, s2, sizeof s2));
 		if (v->alloc_thread >= 0)
-			bprintf(b, "  allocated by %s (%.0f%% of the blocks)", a->threads[v->alloc_thread].label,
+			nk__strbuf_printf(b, "  allocated by %s (%.0f%% of the blocks)", a->threads[v->alloc_thread].label,
 				pct(v->alloc_thread_blocks, v->site_blocks));
 		else
-			bprintf(b, "  allocated by an unknown thread");
+			nk__strbuf_printf(b, "  allocated by an unknown thread");
 		if (v->ft_where && v->ft_thread >= 0)
-			bprintf(b, ", first written by %s", a->threads[v->ft_thread].label);
-		bprintf(b, "\n  used by");
+			nk__strbuf_printf(b, ", first written by %s", a->threads[v->ft_thread].label);
+		nk__strbuf_printf(b, "\n  used by");
 		int n = users_sorted(v, ord);
 		uint64_t all = 0;
 		for (int k = 0; k < n; k++)
 			all += v->users[k].acc;
 		for (int k = 0; k < n && k < 4; k++)
-			bprintf(b, "%s %s (%.0f%%)", k ? "," : "", a->threads[v->users[ord[k]].thread].label,
+			nk__strbuf_printf(b, "%s %s (%.0f%%)", k ? "," : "", a->threads[v->users[ord[k]].thread].label,
 				pct(v->users[ord[k]].acc, all));
 		if (n > 4)
-			bprintf(b, ", ...");
-		bprintf(b, "\n  pages sampled by node:");
+			nk__strbuf_printf(b, ", ...");
+		nk__strbuf_printf(b, "\n  pages sampled by node:");
 		for (int k = 0; k < a->n_nodes; k++)
 			if (v->pages_on[k])
-				bprintf(b, " node %d %.0f%%", a->node_ids[k], pct(v->pages_on[k], v->pages));
-		bprintf(b, "\n");
+				nk__strbuf_printf(b, " node %d %.0f%%", a->node_ids[k], pct(v->pages_on[k], v->pages));
+		nk__strbuf_printf(b, "\n");
 	}
 }
 
-static void text_report(const struct nk__analysis *a, struct buf *b)
+static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 {
 	char s1[64], s2[128];
 	uint64_t known = a->local + a->remote;
 	/* First, before any figure: figures of a profile that misses part of the run describe only that part. */
 	if (!a->covered) {
-		bprintf(b, "INCOMPLETE PROFILE: the samples do not cover the whole run; every figure below may describe\n"
+		nk__strbuf_printf(b, "INCOMPLETE PROFILE: the samples do not cover the whole run; every figure below may describe\n"
 			   "only part of it, and numakit advise and whatif refuse it without --force.\n");
 		for (size_t i = 0; i < a->n_coverage_reasons; i++)
 			wrapped(b, 2, "- ", a->coverage_reasons[i]);
-		bprintf(b, "\n");
+		nk__strbuf_printf(b, "\n");
 	}
-	bprintf(b, "numakit report: %s\n", a->program);
+	nk__strbuf_printf(b, "numakit report: %s\n", a->program);
 	if (a->runs > 1) { /* several runs combined: say so first, then list them */
-		bprintf(b, "%d runs combined: samples pooled, accesses are means per run, durations means\n", a->runs);
+		nk__strbuf_printf(b, "%d runs combined: samples pooled, accesses are means per run, durations means\n", a->runs);
 		for (int r = 0; r < a->runs; r++) {
 			const struct nk__an_run *ri = &a->run_info[r];
-			bprintf(b, "  run %d: %s, %.2f s, %llu samples", r + 1, ri->command, (double)ri->wall_ns / 1e9,
+			nk__strbuf_printf(b, "  run %d: %s, %.2f s, %llu samples", r + 1, ri->command, (double)ri->wall_ns / 1e9,
 				(unsigned long long)ri->samples);
 			if (ri->signal)
-				bprintf(b, ", killed by signal %d", ri->signal);
+				nk__strbuf_printf(b, ", killed by signal %d", ri->signal);
 			else if (ri->exit_status >= 0)
-				bprintf(b, ", exit %d", ri->exit_status);
+				nk__strbuf_printf(b, ", exit %d", ri->exit_status);
 			if (ri->source)
-				bprintf(b, " (%s)", ri->source);
-			bprintf(b, "\n");
+				nk__strbuf_printf(b, " (%s)", ri->source);
+			nk__strbuf_printf(b, "\n");
 		}
 	}
-	bprintf(b, "sampler %s, %llu samples (%llu accesses), %d process%s, %zu thread%s", a->sampler,
+	nk__strbuf_printf(b, "sampler %s, %llu samples (%llu accesses), %d process%s, %zu thread%s", a->sampler,
 		(unsigned long long)a->samples, (unsigned long long)a->acc, a->n_procs, a->n_procs == 1 ? "" : "es",
 		a->n_threads, a->n_threads == 1 ? "" : "s");
 	if (a->wall_ns)
-		bprintf(b, ", %.2f s", (double)a->wall_ns / 1e9);
-	bprintf(b, "\nremote accesses: %.1f%% of %llu with known nodes", pct(a->remote, known),
+		nk__strbuf_printf(b, ", %.2f s", (double)a->wall_ns / 1e9);
+	nk__strbuf_printf(b, "\nremote accesses: %.1f%% of %llu with known nodes", pct(a->remote, known),
 		(unsigned long long)known);
 	if (a->unknown)
-		bprintf(b, " (%llu accesses of unknown node)", (unsigned long long)a->unknown);
-	bprintf(b, "\nmachine: %d node%s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
+		nk__strbuf_printf(b, " (%llu accesses of unknown node)", (unsigned long long)a->unknown);
+	nk__strbuf_printf(b, "\nmachine: %d node%s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
 	if (a->numa_factor > 0)
-		bprintf(b, ", NUMA factor up to %.2f", a->numa_factor);
+		nk__strbuf_printf(b, ", NUMA factor up to %.2f", a->numa_factor);
 	if (a->l2_size)
-		bprintf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
-	bprintf(b, "\n");
+		nk__strbuf_printf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+	nk__strbuf_printf(b, "\n");
 
-	bprintf(b, "\n== Per node: variables by remote accesses from the node's cpus ==\n");
+	nk__strbuf_printf(b, "\n== Per node: variables by remote accesses from the node's cpus ==\n");
 	for (int n = 0; n < a->n_nodes; n++) {
 		uint64_t tot = a->node_local[n] + a->node_remote[n];
-		bprintf(b, "node %d: %llu accesses, %.1f%% remote; pages on it served %llu accesses\n", a->node_ids[n],
+		nk__strbuf_printf(b, "node %d: %llu accesses, %.1f%% remote; pages on it served %llu accesses\n", a->node_ids[n],
 			(unsigned long long)tot, pct(a->node_remote[n], tot), (unsigned long long)a->node_pages_acc[n]);
 		int shown = 0;
 		for (size_t i = 0; i < a->n_vars && shown < TEXT_VARS; i++) {
@@ -405,19 +369,19 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 			if (!v->remote_cpu[n])
 				continue;
 			shown++;
-			bprintf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", fit(v->name, 46, s2, sizeof(s2)),
+			nk__strbuf_printf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", fit(v->name, 46, s2, sizeof(s2)),
 				(unsigned long long)v->remote_cpu[n], pct(v->remote_cpu[n], v->acc_cpu[n]));
 			for (int k = 0; k < v->n_lines && k < 3; k++)
 				if (v->lines[k].remote)
-					bprintf(b, "      at %-52s %10llu remote (all nodes)\n",
+					nk__strbuf_printf(b, "      at %-52s %10llu remote (all nodes)\n",
 						fit(v->lines[k].where, 52, s2, sizeof(s2)), (unsigned long long)v->lines[k].remote);
 		}
 		if (!shown)
-			bprintf(b, "  (no remote access sampled)\n");
+			nk__strbuf_printf(b, "  (no remote access sampled)\n");
 	}
 
-	bprintf(b, "\n== Variables ==\n");
-	bprintf(b, "%-25s %-6s %9s %8s %-16s %6s %5s %5s %5s %5s\n", "variable", "kind", "size", "samples",
+	nk__strbuf_printf(b, "\n== Variables ==\n");
+	nk__strbuf_printf(b, "%-25s %-6s %9s %8s %-16s %6s %5s %5s %5s %5s\n", "variable", "kind", "size", "samples",
 		" remote [95% CI]", "pages", "priv", "node", "cross", "reg");
 	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
 		const struct nk__an_var *v = &a->vars[i];
@@ -426,7 +390,7 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 			snprintf(reg, sizeof(reg), "-");
 		else
 			snprintf(reg, sizeof(reg), "%.2f", v->regularity);
-		bprintf(b, "%-25s %-6.6s %9s %8llu %6.1f%% %-9s %6llu %4.0f%% %4.0f%% %4.0f%% %5s\n",
+		nk__strbuf_printf(b, "%-25s %-6.6s %9s %8llu %6.1f%% %-9s %6llu %4.0f%% %4.0f%% %4.0f%% %5s\n",
 			fit(v->name, 25, s2, sizeof(s2)), nk__an_kind_name(v->kind),
 			v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
 			pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci), (unsigned long long)v->pages,
@@ -434,21 +398,21 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 			pct(v->pages_node_shared, v->pages), pct(v->pages_cross_shared, v->pages), reg);
 	}
 	if (a->n_vars > 3 * TEXT_VARS)
-		bprintf(b, "(%zu more variables in --json)\n", a->n_vars - 3 * TEXT_VARS);
+		nk__strbuf_printf(b, "(%zu more variables in --json)\n", a->n_vars - 3 * TEXT_VARS);
 	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
-	bprintf(b, "page classes: %llu pages sampled, %.1f%% private, %.1f%% shared within a node, %.1f%% shared "
+	nk__strbuf_printf(b, "page classes: %llu pages sampled, %.1f%% private, %.1f%% shared within a node, %.1f%% shared "
 		   "across nodes\n",
 		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
 		pct(a->pages_cross_shared, pg));
 	sites_text(b, a);
 
 	if (a->n_threads && a->n_nodes) {
-		bprintf(b, "\n== Threads x page nodes (%% of the thread's accesses) ==\n%-22s %5s", "thread", "runs");
+		nk__strbuf_printf(b, "\n== Threads x page nodes (%% of the thread's accesses) ==\n%-22s %5s", "thread", "runs");
 		for (int n = 0; n < a->n_nodes; n++) {
 			snprintf(s1, sizeof(s1), "node%d", a->node_ids[n]);
-			bprintf(b, " %8s", s1);
+			nk__strbuf_printf(b, " %8s", s1);
 		}
-		bprintf(b, "\n");
+		nk__strbuf_printf(b, "\n");
 		for (size_t t = 0; t < a->n_threads && t < 64; t++) {
 			const struct nk__an_thread *th = &a->threads[t];
 			uint64_t tot = 0;
@@ -458,61 +422,61 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 				snprintf(s1, sizeof(s1), "%d", th->node);
 			else
 				snprintf(s1, sizeof(s1), "-");
-			bprintf(b, "%-22s %5s", fit(th->label, 22, s2, sizeof(s2)), s1);
+			nk__strbuf_printf(b, "%-22s %5s", fit(th->label, 22, s2, sizeof(s2)), s1);
 			for (int n = 0; n < a->n_nodes; n++)
-				bprintf(b, " %7.1f%%", pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
-			bprintf(b, "\n");
+				nk__strbuf_printf(b, " %7.1f%%", pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
+			nk__strbuf_printf(b, "\n");
 		}
 		if (a->n_threads > 64)
-			bprintf(b, "(%zu more threads in --json)\n", a->n_threads - 64);
+			nk__strbuf_printf(b, "(%zu more threads in --json)\n", a->n_threads - 64);
 	}
 	if (a->n_threads >= 2 && a->n_threads <= 16) {
 		double mx = 0;
 		for (size_t i = 0; i < a->n_threads * a->n_threads; i++)
 			if (a->sharing[i] > mx)
 				mx = a->sharing[i];
-		bprintf(b, "\n== Thread sharing (accesses to common pages, %% of the largest pair) ==\n%-10s", "");
+		nk__strbuf_printf(b, "\n== Thread sharing (accesses to common pages, %% of the largest pair) ==\n%-10s", "");
 		for (size_t j = 0; j < a->n_threads; j++)
-			bprintf(b, " %5zu", j);
-		bprintf(b, "\n");
+			nk__strbuf_printf(b, " %5zu", j);
+		nk__strbuf_printf(b, "\n");
 		for (size_t i = 0; i < a->n_threads; i++) {
-			bprintf(b, "%-10s", fit(a->threads[i].label, 10, s2, sizeof(s2)));
+			nk__strbuf_printf(b, "%-10s", fit(a->threads[i].label, 10, s2, sizeof(s2)));
 			for (size_t j = 0; j < a->n_threads; j++) {
 				if (i == j)
-					bprintf(b, " %5s", "-");
+					nk__strbuf_printf(b, " %5s", "-");
 				else
-					bprintf(b, " %5.0f", mx > 0 ? 100 * a->sharing[i * a->n_threads + j] / mx : 0);
+					nk__strbuf_printf(b, " %5.0f", mx > 0 ? 100 * a->sharing[i * a->n_threads + j] / mx : 0);
 			}
-			bprintf(b, "\n");
+			nk__strbuf_printf(b, "\n");
 		}
 	} else if (a->n_threads > 16) {
-		bprintf(b, "\n(thread sharing matrix: %zu threads, see --json or --sharing)\n", a->n_threads);
+		nk__strbuf_printf(b, "\n(thread sharing matrix: %zu threads, see --json or --sharing)\n", a->n_threads);
 	}
 	if (a->n_phases) {
-		bprintf(b, "\n== Phases (each phase's variables, diagnosed on the phase's samples alone) ==\n");
-		bprintf(b, "  %-34s %9s %-17s %-18s %s\n", "variable", "accesses", " remote [95% CI]", "diagnosis",
+		nk__strbuf_printf(b, "\n== Phases (each phase's variables, diagnosed on the phase's samples alone) ==\n");
+		nk__strbuf_printf(b, "  %-34s %9s %-17s %-18s %s\n", "variable", "accesses", " remote [95% CI]", "diagnosis",
 			"fix");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
-			bprintf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
+			nk__strbuf_printf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
 				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
 			for (size_t k = 0; k < ph->n_vars && k < TEXT_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				const char *fx = nk__an_fix_name(v->fix);
 				char ci[32];
-				bprintf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
+				nk__strbuf_printf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
 					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
 					ci_text(v, ci, sizeof ci), nk__an_diag_name(v->diag), fx);
 				if (v->policy && strcmp(v->policy, fx))
-					bprintf(b, " (%s)", v->policy);
-				bprintf(b, "\n");
+					nk__strbuf_printf(b, " (%s)", v->policy);
+				nk__strbuf_printf(b, "\n");
 			}
 			if (ph->n_vars > TEXT_VARS)
-				bprintf(b, "  (%zu more variables in --json)\n", ph->n_vars - TEXT_VARS);
+				nk__strbuf_printf(b, "  (%zu more variables in --json)\n", ph->n_vars - TEXT_VARS);
 		}
 	}
 
-	bprintf(b, "\n== Diagnosis ==\n");
+	nk__strbuf_printf(b, "\n== Diagnosis ==\n");
 	int said = 0;
 	for (size_t i = 0; i < a->n_vars && i < 3 * TEXT_VARS; i++) {
 		const struct nk__an_var *v = &a->vars[i];
@@ -520,14 +484,14 @@ static void text_report(const struct nk__analysis *a, struct buf *b)
 		if (v->diag == NK__DIAG_FEW_SAMPLES && v->remote == 0)
 			continue;
 		said++;
-		bprintf(b, "%s [%s]\n", v->name, nk__an_diag_name(v->diag));
+		nk__strbuf_printf(b, "%s [%s]\n", v->name, nk__an_diag_name(v->diag));
 		wrapped(b, 2, "", v->explain);
 		wrapped(b, 2, "fix: ", fix_text(a, v, fx, sizeof(fx)));
 	}
 	if (!said)
-		bprintf(b, "(nothing sampled)\n");
+		nk__strbuf_printf(b, "(nothing sampled)\n");
 	if (a->n_warnings) {
-		bprintf(b, "\n== Warnings ==\n");
+		nk__strbuf_printf(b, "\n== Warnings ==\n");
 		for (size_t i = 0; i < a->n_warnings; i++)
 			wrapped(b, 0, "- ", a->warnings[i]);
 	}
@@ -758,35 +722,35 @@ static json_t *json_report(const struct nk__analysis *a)
 
 /* ---------------------------------------------------------------- HTML */
 
-static void hesc(struct buf *b, const char *s)
+static void hesc(struct nk__strbuf *b, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
 		case '<':
-			bprintf(b, "&lt;");
+			nk__strbuf_printf(b, "&lt;");
 			break;
 		case '>':
-			bprintf(b, "&gt;");
+			nk__strbuf_printf(b, "&gt;");
 			break;
 		case '&':
-			bprintf(b, "&amp;");
+			nk__strbuf_printf(b, "&amp;");
 			break;
 		case '"':
-			bprintf(b, "&quot;");
+			nk__strbuf_printf(b, "&quot;");
 			break;
 		default:
-			bprintf(b, "%c", *s);
+			nk__strbuf_printf(b, "%c", *s);
 		}
 	}
 }
 
 /* As hesc, `text` in backquotes becoming <code>text</code>. */
-static void hesc_code(struct buf *b, const char *s)
+static void hesc_code(struct nk__strbuf *b, const char *s)
 {
 	int open = 0;
 	for (; *s; s++) {
 		if (*s == '`') {
-			bprintf(b, open ? "</code>" : "<code>");
+			nk__strbuf_printf(b, open ? "</code>" : "<code>");
 			open = !open;
 		} else {
 			char c[2] = { *s, 0 };
@@ -794,7 +758,7 @@ static void hesc_code(struct buf *b, const char *s)
 		}
 	}
 	if (open)
-		bprintf(b, "</code>");
+		nk__strbuf_printf(b, "</code>");
 }
 
 static const char *diag_color(int d)
@@ -814,18 +778,18 @@ static const char *diag_color(int d)
 }
 
 /* White to red by @p f in [0, 1]. */
-static void heat(struct buf *b, double f)
+static void heat(struct nk__strbuf *b, double f)
 {
 	if (!(f >= 0))
 		f = 0;
 	if (f > 1)
 		f = 1;
 	int g = (int)lround(245 - 180 * f), bl = (int)lround(240 - 200 * f);
-	bprintf(b, "rgb(250,%d,%d)", g, bl);
+	nk__strbuf_printf(b, "rgb(250,%d,%d)", g, bl);
 }
 
 /* A heat map of @p v (nr x nc); cells show @p v itself when @p raw, else % of the largest. */
-static void svg_heatmap(struct buf *b, const char *title, const char *const *rows, size_t nr, const char *const *cols,
+static void svg_heatmap(struct nk__strbuf *b, const char *title, const char *const *rows, size_t nr, const char *const *cols,
 			size_t nc, const double *v, int diag_blank, int raw)
 {
 	const int cell = nc > 24 ? 14 : nc <= 8 ? 44 : 34, lw = 130, th = 24;
@@ -834,48 +798,48 @@ static void svg_heatmap(struct buf *b, const char *title, const char *const *row
 		if (v[i] > mx && !(diag_blank && i / nc == i % nc))
 			mx = v[i];
 	int w = lw + (int)nc * cell + 10, h = th + 18 + (int)nr * cell + 4;
-	bprintf(b, "<figure><figcaption>");
+	nk__strbuf_printf(b, "<figure><figcaption>");
 	hesc(b, title);
-	bprintf(b, "</figcaption><svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">", w, h, w, h);
+	nk__strbuf_printf(b, "</figcaption><svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">", w, h, w, h);
 	for (size_t j = 0; j < nc; j++)
 		if (cell >= 30 || j % 4 == 0) {
-			bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">", lw + (int)j * cell + cell / 2,
+			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">", lw + (int)j * cell + cell / 2,
 				th + 10);
 			hesc(b, cols[j]);
-			bprintf(b, "</text>");
+			nk__strbuf_printf(b, "</text>");
 		}
 	for (size_t i = 0; i < nr; i++) {
 		int y = th + 18 + (int)i * cell;
-		bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"end\">", lw - 6, y + cell / 2 + 4);
+		nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"end\">", lw - 6, y + cell / 2 + 4);
 		hesc(b, rows[i]);
-		bprintf(b, "</text>");
+		nk__strbuf_printf(b, "</text>");
 		for (size_t j = 0; j < nc; j++) {
 			double f = mx > 0 ? v[i * nc + j] / mx : 0;
-			bprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + (int)j * cell, y, cell - 1,
+			nk__strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + (int)j * cell, y, cell - 1,
 				cell - 1);
 			if (diag_blank && i == j)
-				bprintf(b, "#ddd");
+				nk__strbuf_printf(b, "#ddd");
 			else
 				heat(b, f);
-			bprintf(b, "\"><title>%.4g</title></rect>", v[i * nc + j]);
+			nk__strbuf_printf(b, "\"><title>%.4g</title></rect>", v[i * nc + j]);
 			if (cell >= 30 && !(diag_blank && i == j))
-				bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"cv\" text-anchor=\"middle\">%.0f</text>",
+				nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"cv\" text-anchor=\"middle\">%.0f</text>",
 					lw + (int)j * cell + cell / 2, y + cell / 2 + 4, raw ? v[i * nc + j] : 100 * f);
 		}
 	}
-	bprintf(b, "</svg></figure>\n");
+	nk__strbuf_printf(b, "</svg></figure>\n");
 }
 
 #define HTML_VARS 20
 
-static void html_report(const struct nk__analysis *a, struct buf *b)
+static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 {
 	char s1[64], s2[64];
 	uint64_t known = a->local + a->remote;
 	size_t nv = a->n_vars < HTML_VARS ? a->n_vars : HTML_VARS;
-	bprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>numakit report: ");
+	nk__strbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>numakit report: ");
 	hesc(b, a->program);
-	bprintf(b, "</title>\n<style>\n"
+	nk__strbuf_printf(b, "</title>\n<style>\n"
 		   "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1120px;"
 		   "color:#222;padding:0 16px}\n"
 		   "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;"
@@ -895,62 +859,62 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		   "margin:4px 0}.muted{color:#777}\n"
 		   "</style></head><body>\n<h1>numakit report: ");
 	hesc(b, a->program);
-	bprintf(b, "</h1>");
+	nk__strbuf_printf(b, "</h1>");
 	if (!a->covered) {
-		bprintf(b, "<div class=\"warn\"><b>Incomplete profile:</b> the samples do not cover the whole run; every "
+		nk__strbuf_printf(b, "<div class=\"warn\"><b>Incomplete profile:</b> the samples do not cover the whole run; every "
 			   "figure may describe only part of it (numakit advise and whatif refuse it without --force).<ul>");
 		for (size_t i = 0; i < a->n_coverage_reasons; i++) {
-			bprintf(b, "<li>");
+			nk__strbuf_printf(b, "<li>");
 			hesc(b, a->coverage_reasons[i]);
-			bprintf(b, "</li>");
+			nk__strbuf_printf(b, "</li>");
 		}
-		bprintf(b, "</ul></div>\n");
+		nk__strbuf_printf(b, "</ul></div>\n");
 	}
-	bprintf(b, "<div class=\"muted\">sampler ");
+	nk__strbuf_printf(b, "<div class=\"muted\">sampler ");
 	hesc(b, a->sampler);
-	bprintf(b, ", %d process%s, %zu thread%s, %d node%s", a->n_procs, a->n_procs == 1 ? "" : "es", a->n_threads,
+	nk__strbuf_printf(b, ", %d process%s, %zu thread%s, %d node%s", a->n_procs, a->n_procs == 1 ? "" : "es", a->n_threads,
 		a->n_threads == 1 ? "" : "s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
 	if (a->numa_factor > 0)
-		bprintf(b, ", NUMA factor up to %.2f", a->numa_factor);
+		nk__strbuf_printf(b, ", NUMA factor up to %.2f", a->numa_factor);
 	if (a->l2_size)
-		bprintf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+		nk__strbuf_printf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
 	if (a->runs > 1)
-		bprintf(b, ", %d runs combined (accesses: means per run)", a->runs);
-	bprintf(b, "</div>\n<div class=\"cards\">");
-	bprintf(b, "<div class=\"card\"><b>%llu</b><span>samples</span></div>", (unsigned long long)a->samples);
-	bprintf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", pct(a->remote, known));
+		nk__strbuf_printf(b, ", %d runs combined (accesses: means per run)", a->runs);
+	nk__strbuf_printf(b, "</div>\n<div class=\"cards\">");
+	nk__strbuf_printf(b, "<div class=\"card\"><b>%llu</b><span>samples</span></div>", (unsigned long long)a->samples);
+	nk__strbuf_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", pct(a->remote, known));
 	if (a->wall_ns)
-		bprintf(b, "<div class=\"card\"><b>%.2f s</b><span>duration</span></div>", (double)a->wall_ns / 1e9);
-	bprintf(b, "<div class=\"card\"><b>%zu</b><span>variables</span></div>", a->n_vars);
+		nk__strbuf_printf(b, "<div class=\"card\"><b>%.2f s</b><span>duration</span></div>", (double)a->wall_ns / 1e9);
+	nk__strbuf_printf(b, "<div class=\"card\"><b>%zu</b><span>variables</span></div>", a->n_vars);
 	int bad = 0;
 	for (size_t i = 0; i < a->n_vars; i++)
 		bad += a->vars[i].diag >= NK__DIAG_HOTSPOT;
-	bprintf(b, "<div class=\"card\"><b>%d</b><span>variables with a problem</span></div></div>\n", bad);
+	nk__strbuf_printf(b, "<div class=\"card\"><b>%d</b><span>variables with a problem</span></div></div>\n", bad);
 
 	for (size_t i = 0; i < a->n_warnings; i++) {
-		bprintf(b, "<div class=\"warn\">");
+		nk__strbuf_printf(b, "<div class=\"warn\">");
 		hesc(b, a->warnings[i]);
-		bprintf(b, "</div>\n");
+		nk__strbuf_printf(b, "</div>\n");
 	}
 
 	/* diagnosis table */
-	bprintf(b, "<h2>Diagnosis</h2><table><tr><th>variable</th><th>diagnosis</th><th>why</th><th>suggested fix</th>"
+	nk__strbuf_printf(b, "<h2>Diagnosis</h2><table><tr><th>variable</th><th>diagnosis</th><th>why</th><th>suggested fix</th>"
 		   "</tr>\n");
 	for (size_t i = 0; i < nv; i++) {
 		const struct nk__an_var *v = &a->vars[i];
 		char fx[160];
-		bprintf(b, "<tr><td><b>");
+		nk__strbuf_printf(b, "<tr><td><b>");
 		hesc(b, v->name);
-		bprintf(b, "</b><br><span class=\"muted\">%s%s%s</span></td><td><span class=\"tag\" style=\"background:%s\">%s"
+		nk__strbuf_printf(b, "</b><br><span class=\"muted\">%s%s%s</span></td><td><span class=\"tag\" style=\"background:%s\">%s"
 			   "</span></td><td>",
 			nk__an_kind_name(v->kind), v->size ? ", " : "", v->size ? fmt_size(v->size, s1, sizeof(s1)) : "",
 			diag_color(v->diag), nk__an_diag_name(v->diag));
 		hesc(b, v->explain);
-		bprintf(b, "</td><td>");
+		nk__strbuf_printf(b, "</td><td>");
 		hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
-		bprintf(b, "</td></tr>\n");
+		nk__strbuf_printf(b, "</td></tr>\n");
 	}
-	bprintf(b, "</table>\n");
+	nk__strbuf_printf(b, "</table>\n");
 
 	/* stacked bars: per variable, per cpu node, local vs remote */
 	if (nv && a->n_nodes) {
@@ -962,7 +926,7 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		const int lw = 250, bw = 620, bh = 12, gap = 2;
 		int rowh = a->n_nodes * (bh + gap) + 10;
 		int h = 30 + (int)nv * rowh;
-		bprintf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\"><span class=\"sw\" "
+		nk__strbuf_printf(b, "<h2>Accesses per variable and node</h2><div class=\"legend\"><span class=\"sw\" "
 			   "style=\"background:#43a047\"></span>local<span class=\"sw\" "
 			   "style=\"background:#e53935\"></span>remote &nbsp; <span class=\"muted\">one bar per node of "
 			   "the accessing cpus (n0 = node 0)</span></div>\n<svg width=\"%d\" height=\"%d\" role=\"img\">",
@@ -970,54 +934,54 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		for (size_t i = 0; i < nv; i++) {
 			const struct nk__an_var *v = &a->vars[i];
 			int y0 = 20 + (int)i * rowh;
-			bprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\">", lw - 8,
+			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\">", lw - 8,
 				y0 + (a->n_nodes * (bh + gap)) / 2 + 4);
 			char nm[48];
 			hesc(b, fit(v->name, 36, nm, sizeof(nm)));
-			bprintf(b, "</text>");
+			nk__strbuf_printf(b, "</text>");
 			for (int n = 0; n < a->n_nodes; n++) {
 				int y = y0 + n * (bh + gap);
 				uint64_t tot = v->acc_cpu[n], rem = v->remote_cpu[n];
 				/* local here: not remote; unknown accesses have no cpu node split, left out */
 				double wl = mx ? (double)bw * (double)(tot - rem) / (double)mx : 0;
 				double wr = mx ? (double)bw * (double)rem / (double)mx : 0;
-				bprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#43a047\"><title>node %d "
+				nk__strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#43a047\"><title>node %d "
 					   "local %llu</title></rect>",
 					lw, y, wl, bh, a->node_ids[n], (unsigned long long)(tot - rem));
-				bprintf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#e53935\"><title>node "
+				nk__strbuf_printf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#e53935\"><title>node "
 					   "%d remote %llu</title></rect>",
 					lw + wl, y, wr, bh, a->node_ids[n], (unsigned long long)rem);
-				bprintf(b, "<text x=\"%.1f\" y=\"%d\" class=\"ax\">n%d %s</text>", lw + wl + wr + 4, y + bh - 2,
+				nk__strbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"ax\">n%d %s</text>", lw + wl + wr + 4, y + bh - 2,
 					a->node_ids[n], tot ? (snprintf(s2, sizeof(s2), "%.0f%% remote", pct(rem, tot)), s2) : "");
 			}
 		}
-		bprintf(b, "</svg>\n");
+		nk__strbuf_printf(b, "</svg>\n");
 	}
 
 	/* top lines */
-	bprintf(b, "<h2>Where the remote accesses are made</h2><table><tr><th>variable</th><th>source line</th>"
+	nk__strbuf_printf(b, "<h2>Where the remote accesses are made</h2><table><tr><th>variable</th><th>source line</th>"
 		   "<th class=\"n\">remote</th><th class=\"n\">accesses</th><th>first touch</th></tr>\n");
 	for (size_t i = 0; i < nv && i < 10; i++) {
 		const struct nk__an_var *v = &a->vars[i];
 		for (int k = 0; k < (v->n_lines ? v->n_lines : 1) && k < 3; k++) {
-			bprintf(b, "<tr><td>");
+			nk__strbuf_printf(b, "<tr><td>");
 			if (!k)
 				hesc(b, v->name);
-			bprintf(b, "</td><td><code>");
+			nk__strbuf_printf(b, "</td><td><code>");
 			hesc(b, v->n_lines ? v->lines[k].where : "-");
-			bprintf(b, "</code></td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td>",
+			nk__strbuf_printf(b, "</code></td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td>",
 				(unsigned long long)(v->n_lines ? v->lines[k].remote : 0),
 				(unsigned long long)(v->n_lines ? v->lines[k].acc : 0));
 			if (!k && v->ft_where) {
 				hesc(b, v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "?");
-				bprintf(b, " at <code>");
+				nk__strbuf_printf(b, " at <code>");
 				hesc(b, v->ft_where);
-				bprintf(b, "</code> (node %d)", v->ft_node);
+				nk__strbuf_printf(b, "</code> (node %d)", v->ft_node);
 			}
-			bprintf(b, "</td></tr>\n");
+			nk__strbuf_printf(b, "</td></tr>\n");
 		}
 	}
-	bprintf(b, "</table>\n");
+	nk__strbuf_printf(b, "</table>\n");
 
 	/* matrices */
 	if (a->n_threads && a->n_nodes) {
@@ -1029,7 +993,7 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 		if (!rows || !cols || !colp || !m) {
 			b->oom = 1;
 		} else {
-			bprintf(b, "<h2>Threads and nodes</h2>\n");
+			nk__strbuf_printf(b, "<h2>Threads and nodes</h2>\n");
 			for (size_t t = 0; t < nt; t++) {
 				rows[t] = a->threads[t].label;
 				uint64_t tot = 0;
@@ -1061,25 +1025,25 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 
 	/* page classes and variables table */
 	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
-	bprintf(b, "<h2>Variables</h2><p>%llu pages sampled: %.1f%% private (one thread), %.1f%% shared within a "
+	nk__strbuf_printf(b, "<h2>Variables</h2><p>%llu pages sampled: %.1f%% private (one thread), %.1f%% shared within a "
 		   "node, %.1f%% shared across nodes.</p>\n",
 		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
 		pct(a->pages_cross_shared, pg));
-	bprintf(b, "<table><tr><th>variable</th><th>kind</th><th class=\"n\">size</th><th class=\"n\">samples</th>"
+	nk__strbuf_printf(b, "<table><tr><th>variable</th><th>kind</th><th class=\"n\">size</th><th class=\"n\">samples</th>"
 		   "<th class=\"n\">remote</th><th class=\"n\">95%% interval</th><th class=\"n\">pages</th>"
 		   "<th class=\"n\">private</th>"
 		   "<th class=\"n\">node-shared</th><th class=\"n\">cross-shared</th><th class=\"n\">regularity</th></tr>\n");
 	for (size_t i = 0; i < a->n_vars && i < 100; i++) {
 		const struct nk__an_var *v = &a->vars[i];
-		bprintf(b, "<tr><td>");
+		nk__strbuf_printf(b, "<tr><td>");
 		hesc(b, v->name);
 		if (v->type) {
-			bprintf(b, " <span class=\"muted\">");
+			nk__strbuf_printf(b, " <span class=\"muted\">");
 			hesc(b, v->type);
-			bprintf(b, "</span>");
+			nk__strbuf_printf(b, "</span>");
 		}
 		char ci[32];
-		bprintf(b, "</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td>"
+		nk__strbuf_printf(b, "</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td>"
 			   "<td class=\"n\">%s</td>"
 			   "<td class=\"n\">%llu</td><td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
 			   "<td class=\"n\">%.0f%%</td><td class=\"n\">",
@@ -1089,20 +1053,20 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 			pct(v->pages_private, v->pages), pct(v->pages_node_shared, v->pages),
 			pct(v->pages_cross_shared, v->pages));
 		if (v->regularity >= 0)
-			bprintf(b, "%.2f", v->regularity);
+			nk__strbuf_printf(b, "%.2f", v->regularity);
 		else
-			bprintf(b, "-");
-		bprintf(b, "</td></tr>\n");
+			nk__strbuf_printf(b, "-");
+		nk__strbuf_printf(b, "</td></tr>\n");
 	}
-	bprintf(b, "</table>\n");
+	nk__strbuf_printf(b, "</table>\n");
 	if (a->n_phases) {
-		bprintf(b, "<h2>Phases</h2><table><tr><th>phase</th><th class=\"n\">samples</th><th class=\"n\">remote</th>"
+		nk__strbuf_printf(b, "<h2>Phases</h2><table><tr><th>phase</th><th class=\"n\">samples</th><th class=\"n\">remote</th>"
 			   "<th>variables with most remote accesses</th></tr>\n");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
-			bprintf(b, "<tr><td>");
+			nk__strbuf_printf(b, "<tr><td>");
 			hesc(b, ph->name);
-			bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td>",
+			nk__strbuf_printf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td>",
 				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
 			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
 			for (int k = 0; k < 3; k++) {
@@ -1115,40 +1079,40 @@ static void html_report(const struct nk__analysis *a, struct buf *b)
 					break;
 				shown[k] = best;
 				if (k)
-					bprintf(b, ", ");
+					nk__strbuf_printf(b, ", ");
 				hesc(b, a->vars[best].name);
-				bprintf(b, " <span class=\"muted\">%llu</span>", (unsigned long long)ph->var_remote[best]);
+				nk__strbuf_printf(b, " <span class=\"muted\">%llu</span>", (unsigned long long)ph->var_remote[best]);
 			}
-			bprintf(b, "</td></tr>\n");
+			nk__strbuf_printf(b, "</td></tr>\n");
 		}
-		bprintf(b, "</table>\n");
+		nk__strbuf_printf(b, "</table>\n");
 		/* per phase: its variables diagnosed on the phase's samples alone */
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
 			if (!ph->n_vars)
 				continue;
-			bprintf(b, "<h3>Phase ");
+			nk__strbuf_printf(b, "<h3>Phase ");
 			hesc(b, ph->name);
-			bprintf(b, "</h3><table><tr><th>variable</th><th class=\"n\">accesses</th><th class=\"n\">remote</th>"
+			nk__strbuf_printf(b, "</h3><table><tr><th>variable</th><th class=\"n\">accesses</th><th class=\"n\">remote</th>"
 				   "<th class=\"n\">95%% interval</th><th>diagnosis</th><th>suggested fix</th></tr>\n");
 			for (size_t k = 0; k < ph->n_vars && k < HTML_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				char fx[160], ci[32];
-				bprintf(b, "<tr><td>");
+				nk__strbuf_printf(b, "<tr><td>");
 				hesc(b, v->name);
-				bprintf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td class=\"n\">%s</td>"
+				nk__strbuf_printf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td class=\"n\">%s</td>"
 					   "<td><span class=\"tag\" style=\"background:%s\" title=\"",
 					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
 					ci_text(v, ci, sizeof ci), diag_color(v->diag));
 				hesc(b, v->explain);
-				bprintf(b, "\">%s</span></td><td>", nk__an_diag_name(v->diag));
+				nk__strbuf_printf(b, "\">%s</span></td><td>", nk__an_diag_name(v->diag));
 				hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
-				bprintf(b, "</td></tr>\n");
+				nk__strbuf_printf(b, "</td></tr>\n");
 			}
-			bprintf(b, "</table>\n");
+			nk__strbuf_printf(b, "</table>\n");
 		}
 	}
-	bprintf(b, "<p class=\"muted\">Generated by numakit report (format version %d). Diagnosis rules: "
+	nk__strbuf_printf(b, "<p class=\"muted\">Generated by numakit report (format version %d). Diagnosis rules: "
 		   "docs/report.md.</p>\n</body></html>\n",
 		NK__REPORT_JSON_VERSION);
 }
@@ -1159,7 +1123,7 @@ int nk__report_analysis(const struct nk__analysis *a, int format, char **out, nk
 {
 	if (!a || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
-	struct buf b = { 0 };
+	struct nk__strbuf b = { 0 };
 	switch (format) {
 	case NK_REPORT_TEXT:
 		text_report(a, &b);
@@ -1173,7 +1137,7 @@ int nk__report_analysis(const struct nk__analysis *a, int format, char **out, nk
 		json_decref(j);
 		if (!s)
 			return nk__error(err, NK_ENOMEM, "profile report: out of memory");
-		bprintf(&b, "%s\n", s);
+		nk__strbuf_printf(&b, "%s\n", s);
 		free(s);
 		break;
 	}
@@ -1224,18 +1188,18 @@ int nk__sharing_analysis(const struct nk__analysis *a, char **out, nk_error *err
 	for (size_t t = 0; t < a->n_threads; t++)
 		if (a->threads[t].pid == a->threads[best].pid && a->threads[t].index >= 0)
 			row[a->threads[t].index] = t;
-	struct buf b = { 0 };
-	bprintf(&b, "# numakit report: thread x thread sharing of %s (pid %u), %d threads by thread number\n",
+	struct nk__strbuf b = { 0 };
+	nk__strbuf_printf(&b, "# numakit report: thread x thread sharing of %s (pid %u), %d threads by thread number\n",
 		a->program, a->threads[best].pid, n);
-	bprintf(&b, "# entry: sampled accesses of both threads to common pages (sum over pages of the smaller)\n");
+	nk__strbuf_printf(&b, "# entry: sampled accesses of both threads to common pages (sum over pages of the smaller)\n");
 	for (int i = 0; i < n; i++) {
 		for (int j = 0; j < n; j++) {
 			double v = row[i] != SIZE_MAX && row[j] != SIZE_MAX && i != j
 					   ? a->sharing[row[i] * a->n_threads + row[j]]
 					   : 0;
-			bprintf(&b, "%s%.17g", j ? " " : "", v);
+			nk__strbuf_printf(&b, "%s%.17g", j ? " " : "", v);
 		}
-		bprintf(&b, "\n");
+		nk__strbuf_printf(&b, "\n");
 	}
 	free(row);
 	return bfinish(&b, out, err);

@@ -28,6 +28,7 @@
 #include "profile/hw.h"
 #include "profile/nkp.h"
 #include "util/list.h"
+#include "util/error.h"
 
 extern char **environ;
 

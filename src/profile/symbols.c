@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "profile/symbols.h"
-#include "util/list.h"
+#include "util/error.h"
 
 #define MAX_LINE_NAME 4096 /* PATH_MAX: the longest name a maps line can carry */
 #define TYPE_TEXT_MAX 256

@@ -21,7 +21,7 @@
 #include "machine/machine_impl.h"
 #include "policy/plan.h"
 #include "threads/fgdls.h"
-#include "util/list.h"
+#include "util/error.h"
 
 #define DEFAULT_DAMPING 0.5
 

@@ -16,7 +16,7 @@
 #include "numakit.h"
 #include "os/os.h"
 #include "threads/schedule_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 struct nk_owner_sched {
 	int nthreads;

@@ -9,7 +9,7 @@
 #include "machine/machine_impl.h"
 #include "os/os.h"
 #include "threads/placement_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 int nk_thread_pin(const nk_placement *p, int thread, nk_error *err)
 {

@@ -25,6 +25,7 @@
 #include "machine/machine_impl.h"
 #include "os/os.h"
 #include "util/list.h"
+#include "util/error.h"
 
 #define MAX_LEVELS 9 /* cache levels the machine file allows */
 #define MAX_KEYS (MAX_LEVELS + 3)

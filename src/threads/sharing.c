@@ -14,7 +14,7 @@
 
 #include "os/os.h"
 #include "threads/placement_impl.h"
-#include "util/list.h"
+#include "util/error.h"
 
 /* A 4096-thread matrix of 8-character numbers is ~150 MiB of text; larger is not a sharing matrix. */
 #define SHARING_MAX_BYTES (256ul << 20)

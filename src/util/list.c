@@ -1,5 +1,6 @@
 /* Id lists: the text forms used by Linux (cpulist, cpumap) and by our CLI. */
 #include "util/list.h"
+#include "util/error.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,18 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-int nk__error(nk_error *err, int code, const char *fmt, ...)
-{
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->message, sizeof err->message, fmt, ap);
-		va_end(ap);
-		err->code = code;
-	}
-	return code;
-}
 
 int nk__ilist_push(nk__ilist *l, int x)
 {

@@ -48,7 +48,4 @@ char *nk__format_list_alloc(const int *ids, size_t n);
  */
 int nk__parse_size(const char *text, unsigned long long *out);
 
-/** Set err (may be NULL) and return code; printf-style message. */
-int nk__error(nk_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 #endif

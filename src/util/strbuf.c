@@ -1,0 +1,49 @@
+/* The library's one growing string. */
+#include "util/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nk__strbuf_printf(struct nk__strbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = 1;
+			return;
+		}
+		if (b->s && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap <= b->len + (size_t)n)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->oom = 1;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+char *nk__strbuf_take(struct nk__strbuf *b)
+{
+	char *s = b->s;
+	int oom = b->oom;
+	*b = (struct nk__strbuf){ 0 };
+	if (oom) {
+		free(s);
+		return NULL;
+	}
+	return s ? s : strdup("");
+}
