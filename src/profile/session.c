@@ -109,6 +109,7 @@ static int find_runtime(const char *given, char **out, nk_error *err)
 {
 	const char *dirs[3] = { NULL, NULL, NULL };
 	char *self = NULL;
+	char build_dir[4200];
 	char looked[600] = "";
 	size_t used = 0;
 	int rc;
@@ -123,9 +124,14 @@ static int find_runtime(const char *given, char **out, nk_error *err)
 	if (rc == NK_ENOMEM)
 		return nk__error(err, NK_ENOMEM, "out of memory");
 	dirs[0] = self;
-#ifdef NK_BUILD_PRELOAD_DIR
-	dirs[1] = NK_BUILD_PRELOAD_DIR;
-#endif
+	/* A libnumakit still in its build tree (BUILD/src/) finds the runtime built beside it
+	 * (BUILD/preload/prof/): derived from where the library is, so that no build-tree path is compiled
+	 * into the installed library (whose folder is a libdir, never named src). */
+	size_t sl = self ? strlen(self) : 0;
+	if (sl > 4 && !strcmp(self + sl - 4, "/src")) {
+		snprintf(build_dir, sizeof build_dir, "%.*s/preload/prof", (int)(sl - 4), self);
+		dirs[1] = build_dir;
+	}
 #ifdef NK_INSTALL_LIBDIR
 	dirs[2] = NK_INSTALL_LIBDIR;
 #endif
