@@ -3,14 +3,20 @@
  * into the program (and that programs built for the `trace` sampler link).
  * Internal contract between its files:
  *
- *   runtime.c   environment, global state, the part file (src/profile/nkp.h),
- *               the sample ring and its flusher thread, threads
- *               (pthread_create wrapper), fork/exec, exit and fatal signals,
- *               the signal interposers (sigaction/signal) and the SIGSEGV
- *               dispatcher, the public nk_profile_* hooks.  It owns the
- *               fatal signals: a sigaction()/signal() call from inside the
- *               .so goes through its interposer and is recorded as the
+ *   runtime core (what its files share among themselves: runtime_impl.h)
+ *     runtime.c environment and start, global state, tid, the re-entrancy
+ *               guard, the public nk_profile_* hooks (hook table).
+ *     part.c    the part file (src/profile/nkp.h): writer and writer lock,
+ *               PROCESS/META/MAPS/THREAD/END, closing on every path, the
+ *               descriptor interposers (close, close_range, dup2, ...).
+ *     ring.c    the sample ring, the sample budget, the flusher thread.
+ *     signal.c  the fatal signals, the signal interposers (sigaction/signal)
+ *               and the SIGSEGV dispatcher.  The core owns the fatal
+ *               signals: a sigaction()/signal() call from inside the .so
+ *               goes through its interposer and is recorded as the
  *               program's handler, so the other files install none.
+ *     process.c threads (pthread_create wrapper), fork, exec/spawn, exit
+ *               and the return from main, dlopen.
  *   alloc.c     malloc family / mmap / munmap / mremap interposers,
  *               allocation sites (call stacks), the tracked-range registry,
  *               static segments of loaded objects.
@@ -69,7 +75,8 @@ static inline uint64_t nkp_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* ---- runtime.c ---- */
+/* ---- the runtime core: runtime.c (state, tid, cpus, guard), part.c (nkp_now, nkp_record, nkp_write_maps),
+ * ring.c (nkp_emit, budget) ---- */
 struct nkp_state {
 	int active;        /* NK_PROF_DIR was set and the part file is open */
 	int sampler;       /* enum nk__nkp_sampler, 0 = none */
@@ -154,7 +161,7 @@ uint64_t nkp_tracked_generation(void);
  * the same.  AS-safe, lock-free.
  */
 int nkp_tracked_span(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
-/* Between runtime.c and alloc.c only. */
+/* Between the runtime core and alloc.c only. */
 void nkp_alloc_rescan(void);                               /* after dlopen: statics of new objects */
 void nkp_alloc_track_numakit(uintptr_t addr, size_t len);  /* nkp_hook_alloc */
 void nkp_alloc_untrack_numakit(uintptr_t addr, size_t len); /* nkp_hook_free */
@@ -168,11 +175,11 @@ void nkp_alloc_flush(int from_signal);
 /** END counters of small blocks, `"small_blocks": {...}` (no leading comma); 0 when @p cap is too small. */
 size_t nkp_alloc_end_json(char *buf, size_t cap);
 
-/* ---- timer.c (weak in runtime.c: absent without Zydis) ---- */
+/* ---- timer.c (weak in the runtime core, runtime_impl.h: absent without Zydis) ---- */
 /** NK_PROF_SAMPLER=timer, after the part is open: the signal handler, the calling thread's timer. */
 void nkp_timer_start(void);
 void nkp_timer_stop(void);
-/** A program thread begins (runtime.c's thread trampoline): its CPU-time timer. */
+/** A program thread begins (process.c's thread trampoline): its CPU-time timer. */
 void nkp_timer_thread_begin(void);
 /** In the child after fork: its one thread's timer again. */
 void nkp_timer_after_fork(void);
@@ -212,7 +219,7 @@ int nkp_pf_hold(uintptr_t start, uintptr_t end);
 void nkp_pf_exclude(uintptr_t start, uintptr_t end);
 /**
  * The pagefault sampler's END counters as JSON members, `"faults": N, "pagefault": {...}` (no leading
- * comma), into @p buf; returns their length, 0 when the sampler did not run or @p cap < 256.  runtime.c
+ * comma), into @p buf; returns their length, 0 when the sampler did not run or @p cap < 256.  part.c
  * adds them to END as it does nkp_trace_end_json (weak: optional).  AS-safe.
  */
 size_t nkp_pf_end_json(char *buf, size_t cap);
@@ -220,7 +227,7 @@ size_t nkp_pf_end_json(char *buf, size_t cap);
 void nkp_pf_moved(uintptr_t addr, size_t len);
 
 /* ---- trace.c ----
- * runtime.c calls: nkp_trace_start() when NK_PROF_SAMPLER=trace, after the
+ * the runtime core calls: nkp_trace_start() when NK_PROF_SAMPLER=trace, after the
  * part is open; nkp_trace_stop() before END; nkp_trace_moved() from
  * nkp_hook_moved() and (alloc.c, next to nkp_pf_forget) when tracked memory
  * is freed or unmapped, so that a block later mapped at the same address
