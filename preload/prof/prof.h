@@ -124,6 +124,9 @@ void nkp_enter(void);
 void nkp_leave(void);
 /** Let the calling runtime thread run on every cpu `numakit profile` was given (NK_PROF_CPUS); no-op without. */
 void nkp_own_thread_cpus(void);
+/* Move the calling runtime thread to one cpu drawn uniformly from NK_PROF_CPUS (else from its current
+ * affinity); returns that cpu, -1 when there is no choice or the call failed (the thread stays). */
+int nkp_own_cpu_random(uint64_t *rng);
 
 /* libnumakit reaches the runtime only through the hook table runtime.c defines (src/runtime/runtime.h:
  * nk_profile_*, nk_array allocations, nk_apply's hold/unhold and moved pages). */

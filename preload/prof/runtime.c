@@ -73,6 +73,30 @@ void nkp_own_thread_cpus(void)
 		(void)sched_setaffinity(0, sizeof own_cpus, &own_cpus);
 }
 
+int nkp_own_cpu_random(uint64_t *rng)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (have_own_cpus)
+		set = own_cpus;
+	else if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return -1;
+	int count = CPU_COUNT(&set);
+	if (count < 2)
+		return -1;
+	int pick = (int)(nkp_rand(rng) % (uint64_t)count);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set) || n++ != pick)
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		return sched_setaffinity(0, sizeof one, &one) == 0 ? c : -1;
+	}
+	return -1;
+}
+
 int nkp_busy(void)
 {
 	return nkp_tls_busy;

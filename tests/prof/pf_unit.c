@@ -52,6 +52,11 @@ void nkp_leave(void)
 void nkp_own_thread_cpus(void)
 {
 }
+int nkp_own_cpu_random(uint64_t *rng)
+{
+	(void)rng;
+	return -1;
+}
 size_t nkp_tracked_random_groups(uint64_t *rng, size_t group, uintptr_t *starts, uint32_t *npages, size_t max,
 				 uint64_t *total)
 {
