@@ -37,6 +37,7 @@ extern char **environ;
 #define PROGRESS_NS 500000000ull
 #define STRAGGLER_MS 2000    /* how long processes the program left behind may take to close their parts */
 #define SETTLE_MS 100       /* before looking for them */
+#define SETTLE_MAX_MS 2000  /* at most this long for the parts of children the END records announce */
 #define QUERY_BATCH 1024     /* move_pages batch of the residency query */
 #define DEFAULT_PF_RATE 1000
 
@@ -440,6 +441,28 @@ oom:
 	return NK_ENOMEM;
 }
 
+/*
+ * Whether every process the ended parts announce has a part: 1 + the forks their END records count
+ * distinct pids (a part of each forked child; an exec'd image writes under the same pid).  A part
+ * that did not say its forks, or has not ended, cannot tell: then 1 (nothing more to wait for here).
+ */
+static int parts_announced_present(const struct session *s)
+{
+	long want = 1;
+	size_t pids = 0;
+
+	for (size_t i = 0; i < s->n_parts; i++) {
+		if (!s->parts[i].ended || s->parts[i].forks < 0)
+			return 1;
+		want += s->parts[i].forks;
+		int seen = 0;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = s->parts[k].pid == s->parts[i].pid;
+		pids += !seen;
+	}
+	return (long)pids >= want;
+}
+
 static uint64_t total_samples(const struct session *s)
 {
 	uint64_t t = s->hws.n;
@@ -793,6 +816,18 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 		may_have_children |= !s.parts[i].ended || s.parts[i].forks != 0 || s.parts[i].pid != pid;
 	if (may_have_children || !s.n_parts)
 		nk__os_sleep_ms(SETTLE_MS);
+	/* The END records count the forks: a child's part is created in the child right after its fork, but
+	 * on a loaded machine that took longer than SETTLE_MS (the session test's child came 30 ms late and
+	 * was missed under a parallel sanitizer run).  Wait while fewer processes than announced have parts. */
+	for (int waited = SETTLE_MS; may_have_children && waited < SETTLE_MAX_MS; waited += 20) {
+		if (scan_parts(&s)) {
+			rc = nk__error(err, NK_ENOMEM, "out of memory");
+			goto out_rmdir;
+		}
+		if (parts_announced_present(&s))
+			break;
+		nk__os_sleep_ms(20);
+	}
 	for (int waited = 0;; waited += 50) {
 		int running = 0;
 
