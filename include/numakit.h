@@ -1421,7 +1421,7 @@ NK_API int nk_fgdls_migrate(nk_fgdls *f, unsigned flags, nk_apply_result *res, n
 enum nk_launcher {
 	NK_LAUNCHER_NONE = 0,    /**< no launcher variable: a single process */
 	NK_LAUNCHER_OPENMPI = 1, /**< Open MPI (mpirun/prterun): OMPI_COMM_WORLD_* */
-	NK_LAUNCHER_HYDRA = 2,   /**< MPICH/Intel MPI Hydra (mpiexec), PMI-1/2: PMI_RANK, MPI_LOCALRANKID */
+	NK_LAUNCHER_PMI = 2,     /**< PMI-1/2: MPICH and Intel MPI Hydra (mpiexec): PMI_RANK, MPI_LOCALRANKID; srun --mpi=pmi2 */
 	NK_LAUNCHER_PMIX = 3,    /**< a PMIx server (srun --mpi=pmix, PALS): PMIX_RANK */
 	NK_LAUNCHER_SLURM = 4,   /**< a Slurm step (srun): SLURM_PROCID, SLURM_LOCALID */
 };
@@ -1440,7 +1440,7 @@ typedef struct nk_job_info {
 /**
  * Recognise the launcher of the calling process from @p envp, a
  * NULL-terminated array of "NAME=VALUE" strings (environ, or a recorded
- * one).  Launchers are tried in the order Open MPI, Hydra/PMI, PMIx, Slurm:
+ * one).  Launchers are tried in the order Open MPI, PMI, PMIx, Slurm:
  * a launcher started inside another's job (mpirun in an sbatch script)
  * sets its own variables and the outer ones stay stale.  Where a PMI or
  * PMIx launcher gives no local rank or size, those of a Slurm step with
@@ -1457,7 +1457,7 @@ typedef struct nk_job_info {
  */
 NK_API int nk_job_detect(const char *const *envp, nk_job_info *out);
 
-/** "Open MPI", "Hydra (MPICH)", "PMIx", "Slurm", "none"; never NULL. */
+/** "Open MPI", "PMI (MPICH Hydra)", "PMIx", "Slurm", "none"; never NULL. */
 NK_API const char *nk_launcher_name(int launcher);
 
 /**
@@ -1484,8 +1484,9 @@ typedef struct nk_job_layout nk_job_layout;
  * cpu nodes that have memory, each followed by the memory-only nodes that
  * follow it: a node with memory and no cpus follows the nearest of the
  * cpu nodes shared out (distance from the cpu node, ties to the lower id);
- * a memoryless cpu node contributes its nearest memory node instead.  Only
- * nodes this process may allocate on are listed.
+ * a cpu node without memory (or whose memory this process may not use)
+ * contributes the nearest node it may allocate on instead.  Only nodes this
+ * process may allocate on are listed.
  * Deterministic: every rank of the host computes the same layout.
  * Errors: NK_EINVAL (NULL @p m, local_size < 1 or > 65536, empty set),
  * NK_ENODEV (a cpu @p m lacks; message names it), NK_ENOMEM.

@@ -241,7 +241,7 @@ int nk_job_detect(const char *const *envp, nk_job_info *o)
 		lsize_var = "MPI_LOCALNRANKS";
 		if (rank >= 0)
 			from_slurm(envp, o, rank, &lrank, &lsize, &lrank_var, &lsize_var);
-		fill(o, NK_LAUNCHER_HYDRA, rank, size, lrank, lsize);
+		fill(o, NK_LAUNCHER_PMI, rank, size, lrank, lsize);
 		return check(o, lrank_var, lsize_var);
 	}
 	if (env_get(envp, "PMIX_RANK")) {
@@ -277,8 +277,8 @@ const char *nk_launcher_name(int launcher)
 	switch (launcher) {
 	case NK_LAUNCHER_OPENMPI:
 		return "Open MPI";
-	case NK_LAUNCHER_HYDRA:
-		return "Hydra (MPICH)";
+	case NK_LAUNCHER_PMI:
+		return "PMI (MPICH Hydra)";
 	case NK_LAUNCHER_PMIX:
 		return "PMIx";
 	case NK_LAUNCHER_SLURM:
