@@ -137,4 +137,41 @@ char *cli_list_alloc(const int *ids, size_t n);
 typedef int (*cli_ids_fn)(const nk_machine *m, int arg, int *ids, size_t cap);
 int cli_get_ids(const nk_machine *m, cli_ids_fn fn, int arg, int **out);
 
+/* ---- numakit run in a parallel job (run_job.c) ---- */
+
+/** A rank's view of its job: who it is, the host's layout, its share. */
+struct cli_job {
+	nk_job_info info;
+	nk_job_layout *layout;
+	int row;                  /* this rank's row of layout */
+	int lead;                 /* local rank 0: prints the job-wide messages */
+	int bound;                /* the launcher bound this rank: its share is its binding */
+	int *cpus;                /* the share's cpus, core order */
+	size_t ncpus;
+	int *mem;                 /* the share's memory nodes, own first node first */
+	size_t nmem;
+	nk_machine *share_machine; /* the machine restricted to the share (--pin inside it) */
+};
+
+/** Whether a spec is rank-relative: "rank" or "rank:...". */
+int cli_job_is_relative(const char *spec);
+/** Detect the launcher and compute the layout; messages (unless @p quiet) once per host.  0 or exit status. */
+int cli_job_resolve(struct cli_job *j, const nk_machine *m, int quiet);
+/** "rank" / "rank:LIST" of a node option into OS node ids (malloc'ed).  0 or exit status (message printed). */
+int cli_job_nodes(const struct cli_job *j, const char *opt, const char *spec, int **out, size_t *n);
+/** The same for --cpus. */
+int cli_job_cpus(const struct cli_job *j, const char *opt, const char *spec, int **out, size_t *n);
+/** --weighted "rank", "rank:LIST" or "rank:POS=W,...". */
+int cli_job_weighted(const struct cli_job *j, const char *spec, int **nodes, unsigned **weights, size_t *n);
+/**
+ * --pin inside the share: *pm the machine restricted to the share's cpus; *strategy (malloc'ed) the
+ * strategy for it ("rank" alone: compact; positions become the share's cpus); @p spec NULL: only *pm.
+ */
+int cli_job_pin(struct cli_job *j, const nk_machine *m, const char *spec, char **strategy, const nk_machine **pm);
+/** Print the layout: text lines, or (json) one JSON object without a newline. */
+void cli_job_print(const struct cli_job *j, int json);
+/** Ids as text: ranges when increasing, else comma-separated in order (malloc'ed, NULL on ENOMEM). */
+char *cli_job_ids(const int *ids, size_t n);
+void cli_job_free(struct cli_job *j);
+
 #endif /* NK_CLI_H */

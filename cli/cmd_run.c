@@ -39,7 +39,8 @@ const char cli_run_usage[] =
 	"                    | --preferred NODE | --preferred-many NODES]\n"
 	"                   [--cpus CPUS | --pin SPEC [--threads N]]\n"
 	"                   [--plan FILE [--log FILE]]\n"
-	"                   [--dry-run [--fsroot DIR | --xml FILE | --synthetic DESC | --machine FILE]]\n"
+	"                   [--dry-run [--json] [--fsroot DIR | --xml FILE\n"
+	"                              | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
 	"\n"
 	"Run COMMAND with a process-wide memory policy and/or cpu set, inherited by\n"
@@ -66,10 +67,26 @@ const char cli_run_usage[] =
 	"                          was applied goes to stderr at exit\n"
 	"  --log FILE              with --plan: write one line per action to FILE\n"
 	"  --dry-run               check the options against the machine and print what\n"
-	"                          would be done, without running COMMAND\n"
+	"                          would be done, without running COMMAND (in a job:\n"
+	"                          the layout of every local rank of this host)\n"
+	"  --json                  with --dry-run: the same as one JSON object\n"
 	"  --fsroot DIR, --xml FILE, --synthetic DESC, --machine FILE\n"
 	"                          check against that machine (only with --dry-run)\n"
 	"  -h, --help              show this help\n"
+	"\n"
+	"In an MPI job (mpirun/mpiexec/srun -n N numakit run ... -- ./app) NODES, CPUS\n"
+	"and SPEC may be rank-relative: the local ranks of a host share its nodes and\n"
+	"cpus out evenly, and each rank places itself inside its share:\n"
+	"  rank                    the share's memory nodes (--preferred: the first),\n"
+	"                          or its cpus (--cpus), or compact in it (--pin)\n"
+	"  rank:LIST               positions in the share: --membind rank:0 is the\n"
+	"                          rank's own first node, --cpus rank:0-1 its first two\n"
+	"                          cpus, --weighted rank:0=2,1=1, --pin rank:1,0\n"
+	"  rank:STRATEGY           --pin rank:compact, rank:scatter, rank:sharing:FILE\n"
+	"A rank-relative option also keeps the rank on its share's cpus (unless --cpus\n"
+	"or --pin say otherwise); --plan in a job pins inside the share.  The rank comes\n"
+	"from the launcher (Open MPI, MPICH/Intel MPI Hydra, PMIx, Slurm); a launcher's\n"
+	"binding is kept, never widened.\n"
 	"\n"
 	"Exit status: COMMAND's status; 1 runtime failure (the kernel refused or lacks\n"
 	"the policy), 2 bad usage or bad input (unknown, memoryless or disallowed node\n"
@@ -92,10 +109,15 @@ struct run_opts {
 	const char *log;    /* --log FILE */
 	char *pin_owned;    /* --pin spec taken from the plan */
 	char *sharing_tmp;  /* temporary sharing matrix file of the plan's pinning */
+	const char *rel_nodes; /* the policy's rank-relative spec ("rank", "rank:LIST"), mapped after detection */
+	const char *rel_cpus;  /* --cpus rank[:LIST] */
+	char *pin_rank;        /* --pin rank[:...] mapped into the share */
+	int json;              /* --json (with --dry-run) */
 };
 
 enum { OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_WEIGHTED, OPT_PREFERRED, OPT_PREFERRED_MANY, OPT_CPUS,
-       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS, OPT_PLAN, OPT_LOG };
+       OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS, OPT_PLAN, OPT_LOG,
+       OPT_JSON };
 
 #define PLAN_LIB "libnumakit_plan.so"
 
@@ -361,6 +383,10 @@ static int set_kind(struct run_opts *o, int kind, const char *opt, const char *a
 		return cli_usage_error("run", "%s and %s cannot be combined: choose one policy", o->kind_opt, opt);
 	o->kind = kind;
 	o->kind_opt = opt;
+	if (cli_job_is_relative(arg)) { /* mapped into the rank's share once the machine is known */
+		o->rel_nodes = arg;
+		return 0;
+	}
 	if (kind == NK_PROCESS_WEIGHTED)
 		return parse_weighted(arg, o);
 	return parse_ids(opt, arg, &o->nodes, &o->n);
@@ -599,6 +625,145 @@ static void print_plan(const struct run_opts *o, const struct pin_plan *pp, char
 	printf("\n");
 }
 
+static void sort_ids(int *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			int t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+}
+
+/*
+ * Inside a job: detect the rank and map the rank-relative specs into its
+ * share (run_job.c).  Plain runs are not touched: only a rank-relative
+ * option, or --plan under a launcher with several local ranks, makes a run
+ * job-aware (*in_job).  *pin_machine: the machine --pin and the plan's
+ * pinning are built on (the share), or NULL.
+ */
+static int job_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *job, int *in_job,
+		       const nk_machine **pin_machine)
+{
+	int relative = o->rel_nodes || o->rel_cpus || cli_job_is_relative(o->pin);
+	int rc;
+
+	if (!relative && o->plan) {
+		extern char **environ;
+		nk_job_info info;
+		if (nk_job_detect((const char *const *)environ, &info) || info.local_size < 2)
+			return 0;
+	} else if (!relative) {
+		return 0;
+	}
+	*in_job = 1;
+	if ((rc = cli_job_resolve(job, m, 0)))
+		return rc;
+	if (o->rel_nodes) {
+		if (o->kind == NK_PROCESS_WEIGHTED)
+			rc = cli_job_weighted(job, o->rel_nodes, &o->nodes, &o->weights, &o->n);
+		else
+			rc = cli_job_nodes(job, o->kind_opt, o->rel_nodes, &o->nodes, &o->n);
+		if (rc)
+			return rc;
+		if (o->kind == NK_PROCESS_PREFERRED && o->n != 1) {
+			if (strcmp(o->rel_nodes, "rank"))
+				return cli_usage_error("run", "--preferred %s: --preferred takes one node (rank:N)", o->rel_nodes);
+			o->n = 1; /* "rank": the share's first memory node */
+		}
+	}
+	if (o->rel_cpus && (rc = cli_job_cpus(job, "--cpus", o->rel_cpus, &o->cpus, &o->ncpus)))
+		return rc;
+	if (o->rel_cpus)
+		sort_ids(o->cpus, o->ncpus);
+	if (cli_job_is_relative(o->pin)) {
+		if ((rc = cli_job_pin(job, m, o->pin, &o->pin_rank, pin_machine)))
+			return rc;
+		o->pin = o->pin_rank;
+	} else if (o->plan && !o->pin && !o->ncpus) {
+		if ((rc = cli_job_pin(job, m, NULL, &o->pin_rank, pin_machine)))
+			return rc;
+		if (job->lead)
+			fprintf(stderr, "numakit run: --plan in a job: the plan's pinning is confined to each rank's share; "
+					"its variables' node lists are applied as written, not mapped into the share\n");
+	}
+	return 0;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_ids(const int *v, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++)
+		printf("%s%d", i ? ", " : "", v[i]);
+	printf("]");
+}
+
+/* --dry-run --json: the job's layout and what this rank would get (docs/run.md). */
+static void print_json(const struct run_opts *o, const struct pin_plan *pp, const struct cli_job *job,
+		       const nk_advice *plan, char **cmd)
+{
+	printf("{\"format\": \"numakit-run\", \"version\": 1, \"job\": ");
+	if (job)
+		cli_job_print(job, 1);
+	else
+		printf("null");
+	printf(", \"memory_policy\": ");
+	if (o->kind >= 0) {
+		printf("{\"kind\": \"%s\", \"nodes\": ", policy_word(o->kind));
+		json_ids(o->nodes, o->n);
+		if (o->weights) {
+			printf(", \"weights\": [");
+			for (size_t i = 0; i < o->n; i++)
+				printf("%s%u", i ? ", " : "", o->weights[i]);
+			printf("]");
+		}
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(", \"cpus\": ");
+	if (o->ncpus)
+		json_ids(o->cpus, o->ncpus);
+	else
+		printf("null");
+	printf(", \"thread_cpus\": ");
+	if (pp->pl) {
+		int n = nk_placement_num_threads(pp->pl);
+		printf("[");
+		for (int t = 0; t < n; t++)
+			printf("%s%d", t ? ", " : "", nk_placement_cpu(pp->pl, t));
+		printf("]");
+	} else {
+		printf("null");
+	}
+	printf(", \"plan\": ");
+	if (plan)
+		json_str(o->plan);
+	else
+		printf("null");
+	printf(", \"command\": [");
+	for (int i = 0; cmd[i]; i++) {
+		printf("%s", i ? ", " : "");
+		json_str(cmd[i]);
+	}
+	printf("]}\n");
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -617,11 +782,15 @@ int cli_cmd_run(int argc, char **argv)
 		{ "machine", required_argument, NULL, OPT_MACHINE },
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
 	struct pin_plan pp = { 0 };
+	struct cli_job job = { 0 };
+	const nk_machine *pin_machine = NULL;
+	int in_job = 0;
 	nk_advice *plan = NULL;
 	nk_machine *m = NULL;
 	nk_error err = { 0, "" };
@@ -644,7 +813,7 @@ int cli_cmd_run(int argc, char **argv)
 			break;
 		case OPT_PREFERRED:
 			rc = set_kind(&o, NK_PROCESS_PREFERRED, "--preferred", optarg);
-			if (!rc && o.n != 1)
+			if (!rc && !o.rel_nodes && o.n != 1)
 				rc = cli_usage_error("run", "--preferred takes one node (--preferred-many takes a set)");
 			break;
 		case OPT_PREFERRED_MANY:
@@ -653,7 +822,12 @@ int cli_cmd_run(int argc, char **argv)
 		case OPT_CPUS:
 			free(o.cpus);
 			o.cpus = NULL;
-			rc = parse_ids("--cpus", optarg, &o.cpus, &o.ncpus);
+			o.ncpus = 0;
+			o.rel_cpus = NULL;
+			if (cli_job_is_relative(optarg))
+				o.rel_cpus = optarg;
+			else
+				rc = parse_ids("--cpus", optarg, &o.cpus, &o.ncpus);
 			break;
 		case OPT_PIN:
 			o.pin = optarg;
@@ -669,6 +843,9 @@ int cli_cmd_run(int argc, char **argv)
 		}
 		case OPT_DRY_RUN:
 			o.dry_run = 1;
+			break;
+		case OPT_JSON:
+			o.json = 1;
 			break;
 		case OPT_PLAN:
 			o.plan = optarg;
@@ -703,12 +880,16 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	cmd = argv + optind;
-	if (o.pin && o.ncpus) {
+	if ((o.pin && (o.ncpus || o.rel_cpus))) {
 		rc = cli_usage_error("run", "--pin and --cpus cannot be combined: --pin chooses the cpus");
 		goto out;
 	}
 	if (o.threads && !o.pin) {
 		rc = cli_usage_error("run", "--threads needs --pin");
+		goto out;
+	}
+	if (o.json && !o.dry_run) {
+		rc = cli_usage_error("run", "--json goes with --dry-run (it prints the layout as JSON)");
 		goto out;
 	}
 	if (o.log && !o.plan) {
@@ -723,10 +904,23 @@ int cli_cmd_run(int argc, char **argv)
 	if (rc)
 		goto out;
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
+	if ((rc = job_prepare(&o, m, &job, &in_job, &pin_machine)))
+		goto out;
 	if (o.plan && (rc = prepare_plan(&o, m, &plan)))
 		goto out;
+	if (in_job && !o.ncpus && !o.pin) {
+		/* a rank-relative run without --cpus/--pin (or a plan without pinning) stays on its share */
+		if (!(o.cpus = malloc(job.ncpus * sizeof *o.cpus))) {
+			cli_error("run", "out of memory");
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+		memcpy(o.cpus, job.cpus, job.ncpus * sizeof *o.cpus);
+		o.ncpus = job.ncpus;
+		sort_ids(o.cpus, o.ncpus);
+	}
 	if (o.pin) {
-		rc = prepare_pin(&o, m, &pp);
+		rc = prepare_pin(&o, pin_machine ? pin_machine : m, &pp);
 		if (o.sharing_tmp) /* read by nk_placement_build: not needed any more */
 			unlink(o.sharing_tmp);
 		if (rc)
@@ -748,7 +942,14 @@ int cli_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.dry_run && o.json) {
+		print_json(&o, &pp, in_job ? &job : NULL, plan, cmd);
+		rc = cli_finish_stdout("run", CLI_EXIT_OK);
+		goto out;
+	}
 	if (o.dry_run) {
+		if (in_job)
+			cli_job_print(&job, 0);
 		print_plan(&o, &pp, cmd);
 		if (plan)
 			printf("plan: %s, %zu entr%s (applied by %s inside the program)\n", o.plan,
@@ -775,6 +976,8 @@ out:
 	nk_placement_free(pp.pl);
 	nk_advice_free(plan);
 	free(o.pin_owned);
+	free(o.pin_rank);
 	free(o.sharing_tmp);
+	cli_job_free(&job);
 	return rc;
 }

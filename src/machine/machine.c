@@ -36,6 +36,7 @@ void nk_machine_free(nk_machine *m)
 		free(m->matrix[k]);
 	nk__ilist_free(&m->allowed_cpus);
 	nk__ilist_free(&m->allowed_nodes);
+	nk__ilist_free(&m->cpuset_cpus);
 	nk__ilist_free(&m->huge_kb);
 	free(m->nodes);
 	free(m->dist);
@@ -302,6 +303,19 @@ int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err)
 		for (int i = 0; i < n; i++)
 			if (nk__ilist_push(&m->allowed_nodes, m->nodes[i].id))
 				return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	/* the cpuset holds at least the allowed cpus (the affinity mask lies inside it) */
+	nk__ilist_normalize(&m->cpuset_cpus);
+	keep_present(m, &m->cpuset_cpus, 1);
+	if (!m->cpuset_cpus.n && m->cpuset_all) {
+		for (int i = 0; i < m->ncpus; i++)
+			if (nk__ilist_push(&m->cpuset_cpus, m->cpus[i].id))
+				return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	}
+	for (size_t i = 0; i < m->allowed_cpus.n; i++)
+		if (nk__ilist_push(&m->cpuset_cpus, m->allowed_cpus.v[i]))
+			return nk__error(err, NK_ENOMEM, "%s: out of memory", what);
+	nk__ilist_normalize(&m->cpuset_cpus);
+	m->cpuset_all = 0;
 	for (int i = 0; i < m->ncpus; i++)
 		m->cpus[i].allowed = nk__ilist_contains(&m->allowed_cpus, m->cpus[i].id);
 
@@ -565,6 +579,125 @@ int nk_machine_allowed_cpus(const nk_machine *m, int *cpus, size_t cap)
 	if (!m)
 		return NK_EINVAL;
 	return copy_out(m->allowed_cpus.v, m->allowed_cpus.n, cpus, cap);
+}
+
+int nk_machine_cpuset_cpus(const nk_machine *m, int *cpus, size_t cap)
+{
+	if (!m)
+		return NK_EINVAL;
+	return copy_out(m->cpuset_cpus.v, m->cpuset_cpus.n, cpus, cap);
+}
+
+static int dup_ilist(nk__ilist *dst, const nk__ilist *src)
+{
+	*dst = (nk__ilist){ 0 };
+	return src->n ? nk__ilist_copy(dst, src->v, src->n) : 0;
+}
+
+static void *dup_mem(const void *p, size_t n)
+{
+	void *q;
+
+	if (!p || !n)
+		return NULL;
+	q = malloc(n);
+	if (q)
+		memcpy(q, p, n);
+	return q;
+}
+
+struct nk_machine *nk__machine_copy(const struct nk_machine *m)
+{
+	struct nk_machine *c = nk__machine_new(m->source, m->source_detail);
+	size_t nn = (size_t)m->nnodes;
+	int bad = 0;
+
+	if (!c)
+		return NULL;
+	c->nnodes = m->nnodes;
+	c->ncpus = m->ncpus;
+	c->ncores = m->ncores;
+	c->ncaches = m->ncaches;
+	c->page_size = m->page_size;
+	c->kernel = m->kernel;
+	c->nodes = dup_mem(m->nodes, nn * sizeof *m->nodes);
+	c->cpus = dup_mem(m->cpus, (size_t)m->ncpus * sizeof *m->cpus);
+	c->caches = dup_mem(m->caches, (size_t)m->ncaches * sizeof *m->caches);
+	c->dist = dup_mem(m->dist, nn * nn * sizeof *m->dist);
+	if (!c->nodes || !c->cpus || (m->ncaches && !c->caches) || (m->dist && !c->dist)) {
+		/* the lists inside still belong to m: forget them before freeing */
+		free(c->nodes);
+		free(c->caches);
+		c->nodes = NULL;
+		c->caches = NULL;
+		c->nnodes = c->ncaches = 0;
+		nk_machine_free(c);
+		return NULL;
+	}
+	for (int i = 0; i < m->nnodes; i++)
+		bad |= dup_ilist(&c->nodes[i].cpus, &m->nodes[i].cpus);
+	for (int i = 0; i < m->ncaches; i++)
+		bad |= dup_ilist(&c->caches[i].cpus, &m->caches[i].cpus);
+	bad |= dup_ilist(&c->allowed_cpus, &m->allowed_cpus);
+	bad |= dup_ilist(&c->allowed_nodes, &m->allowed_nodes);
+	bad |= dup_ilist(&c->cpuset_cpus, &m->cpuset_cpus);
+	bad |= dup_ilist(&c->huge_kb, &m->huge_kb);
+	for (int k = 0; k < NK_MATRIX_KIND_COUNT; k++)
+		if (m->matrix[k] && !(c->matrix[k] = dup_mem(m->matrix[k], nn * nn * sizeof *m->matrix[k])))
+			bad = 1;
+	if (bad) {
+		nk_machine_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int nk_machine_restrict(const nk_machine *m, const int *cpus, size_t ncpus, const int *nodes, size_t nnodes,
+			nk_machine **out, nk_error *err)
+{
+	struct nk_machine *c;
+
+	if (!m || !out || !cpus || !ncpus || (nnodes && !nodes))
+		return nk__error(err, NK_EINVAL, "restrict: no cpus given");
+	for (size_t i = 0; i < ncpus; i++) {
+		int k = nk__cpu_idx(m, cpus[i]);
+		if (k < 0)
+			return nk__error(err, NK_ENODEV, "cpu %d does not exist", cpus[i]);
+		if (!m->cpus[k].allowed)
+			return nk__error(err, NK_EPERM, "cpu %d is not allowed to this process", cpus[i]);
+	}
+	for (size_t i = 0; i < nnodes; i++) {
+		if (nk__node_idx(m, nodes[i]) < 0)
+			return nk__error(err, NK_ENODEV, "node %d does not exist", nodes[i]);
+		if (!nk__ilist_contains(&m->allowed_nodes, nodes[i]))
+			return nk__error(err, NK_EPERM, "node %d is not allowed to this process", nodes[i]);
+	}
+	c = nk__machine_copy(m);
+	if (!c)
+		return nk__error(err, NK_ENOMEM, "out of memory");
+	c->allowed_cpus.n = 0;
+	if (nk__ilist_copy(&c->allowed_cpus, cpus, ncpus) ||
+	    (nnodes && (c->allowed_nodes.n = 0, nk__ilist_copy(&c->allowed_nodes, nodes, nnodes)))) {
+		nk_machine_free(c);
+		return nk__error(err, NK_ENOMEM, "out of memory");
+	}
+	nk__ilist_normalize(&c->allowed_cpus);
+	nk__ilist_normalize(&c->allowed_nodes);
+	for (int i = 0; i < c->ncpus; i++)
+		c->cpus[i].allowed = nk__ilist_contains(&c->allowed_cpus, c->cpus[i].id);
+	for (int i = 0; i < c->nnodes; i++) {
+		struct nk__node *nd = &c->nodes[i];
+		nd->flags &= ~(NK_NODE_MEM_ALLOWED | NK_NODE_CPUS_ALLOWED);
+		if (nk__ilist_contains(&c->allowed_nodes, nd->id))
+			nd->flags |= NK_NODE_MEM_ALLOWED;
+		for (size_t k = 0; k < nd->cpus.n; k++)
+			if (nk__ilist_contains(&c->allowed_cpus, nd->cpus.v[k])) {
+				nd->flags |= NK_NODE_CPUS_ALLOWED;
+				break;
+			}
+	}
+	*out = c;
+	return 0;
 }
 
 int nk_machine_allowed_nodes(const nk_machine *m, int *nodes, size_t cap)

@@ -61,6 +61,10 @@ struct nk_machine {
 
 	nk__ilist allowed_cpus;
 	nk__ilist allowed_nodes;
+	/* the cgroup cpuset's cpus before the affinity mask (nk_machine_cpuset_cpus); builders may leave
+	 * it empty: finalize makes it all online cpus when cpuset_all, else the allowed cpus */
+	nk__ilist cpuset_cpus;
+	int cpuset_all;
 
 	uint64_t page_size;
 	nk__ilist huge_kb; /* huge page sizes in KiB, normalised */
@@ -87,6 +91,9 @@ int nk__machine_add_cache(struct nk_machine *m, struct nk__cache **out);
  * On failure writes a message prefixed by @p what and returns NK_EPARSE.
  */
 int nk__machine_finalize(struct nk_machine *m, const char *what, nk_error *err);
+
+/** A deep copy of a finalized machine, or NULL (ENOMEM). */
+struct nk_machine *nk__machine_copy(const struct nk_machine *m);
 
 /** Index of node id in m->nodes or -1. */
 int nk__node_idx(const struct nk_machine *m, int id);

@@ -658,6 +658,15 @@ static int read_allowed(struct reader *r, struct nk_machine *m, int live)
 			return rc;
 	}
 	if (live) {
+		/* The cpuset alone, for nk_machine_cpuset_cpus: a launcher that bound this rank narrowed only
+		 * the affinity.  No cpuset found: every online cpu. */
+		nk__ilist mems = { 0 };
+		if (cgroup_sets(r, &m->cpuset_cpus, &mems)) /* unreadable: as without one (never fatal) */
+			nk__ilist_free(&m->cpuset_cpus);
+		nk__ilist_free(&mems);
+		m->cpuset_all = 1;
+	}
+	if (live) {
 		/* The thread's affinity can be narrower than the cpuset (taskset). */
 		nk__ilist aff = { 0 };
 		if (nk__os_affinity(&aff) == 0 && aff.n) {

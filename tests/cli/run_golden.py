@@ -13,6 +13,11 @@ The exit status given with --exit is checked in every mode, blessing included, s
 golden file can never bless a wrong status.  Set NK_BLESS=1 to rewrite the expected file
 instead of comparing (then review `git diff tests/cli/expected`).
 
+--env NAME=VALUE sets a variable for the command (and shows it in the golden's first line);
+--env NAME= (empty value) removes it.  Variables of MPI launchers (OMPI_*, PMI_*, PMIX_*,
+MPI_LOCAL*, SLURM_*) are removed from every command's environment first, so that a test
+run inside a job (srun ctest) sees the same environment as one run from a shell.
+
 The argument @EMPTY@ stands for an empty argument, which CMake cannot pass.
 Paths given with --subst NAME=PATH replace @NAME@ in the arguments, and PATH is replaced
 by @NAME@ in the output, so expected files do not depend on where the tree is built.
@@ -26,8 +31,22 @@ import sys
 import tempfile
 
 
+LAUNCHER_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "MPI_LOCAL", "SLURM_")
+ENV = {}
+
+
+def command_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
+    for k, v in ENV.items():
+        if v == "":
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
 def run(cmd, cwd, stdout=subprocess.PIPE):
-    p = subprocess.run(cmd, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, timeout=60)
+    p = subprocess.run(cmd, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, timeout=60, env=command_env())
     out = p.stdout.decode("utf-8", "replace") if p.stdout is not None else ""
     return p.returncode, out, p.stderr.decode("utf-8", "replace")
 
@@ -40,8 +59,9 @@ def unsubst(text, substs):
 
 
 def render(args, rc, out, err):
-    return "$ numakit %s\nexit %d\n--- stdout\n%s--- stderr\n%s" % (
-        " ".join(_quote(a) for a in args), rc, out, err)
+    env = "".join("%s=%s " % (k, _quote(v)) for k, v in ENV.items())
+    return "$ %snumakit %s\nexit %d\n--- stdout\n%s--- stderr\n%s" % (
+        env, " ".join(_quote(a) for a in args), rc, out, err)
 
 
 def _quote(a):
@@ -70,9 +90,13 @@ def main():
     ap.add_argument("--exit", type=int, default=0)
     ap.add_argument("--check", default="golden", choices=["golden", "json", "run", "roundtrip", "devfull"])
     ap.add_argument("--subst", action="append", default=[])
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the command")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     o = ap.parse_args()
     args = o.args[1:] if o.args[:1] == ["--"] else o.args
+    for e in o.env:
+        k, _, v = e.partition("=")
+        ENV[k] = v
 
     substs = {}
     with tempfile.TemporaryDirectory(prefix="nkcli.") as tmp:
