@@ -21,6 +21,7 @@
 
 #include "advise/advice.h"
 #include "profile/analysis.h"
+#include "util/cmp.h"
 #include "util/list.h"
 #include "util/error.h"
 #include "util/strbuf.h"
@@ -592,15 +593,11 @@ struct mig_rec {
 static int cmp_mig(const void *x, const void *y)
 {
 	const struct mig_rec *a = x, *b = y;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	if (a->page != b->page)
-		return a->page < b->page ? -1 : 1;
-	return (a->order > b->order) - (a->order < b->order);
+	int c;
+	if ((c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->lo, b->lo)) || (c = NK__CMP(a->hi, b->hi)) ||
+	    (c = NK__CMP(a->page, b->page)))
+		return c;
+	return NK__CMP(a->order, b->order);
 }
 
 /* Bytes entry @p we (applied at a first parallel region or phase) migrates. */

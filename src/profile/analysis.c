@@ -23,10 +23,9 @@ int nk__an_warn(struct nk__analysis *a, char *text)
 static int cmp_var(const void *x, const void *y)
 {
 	const struct nk__an_var *a = x, *b = y;
-	if (a->remote != b->remote)
-		return a->remote > b->remote ? -1 : 1;
-	if (a->acc != b->acc)
-		return a->acc > b->acc ? -1 : 1;
+	int c;
+	if ((c = NK__CMP(b->remote, a->remote)) || (c = NK__CMP(b->acc, a->acc)))
+		return c;
 	return strcmp(a->name, b->name);
 }
 

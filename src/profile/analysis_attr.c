@@ -602,9 +602,8 @@ struct varip {
 static int cmp_varip(const void *x, const void *y)
 {
 	const struct varip *a = x, *b = y;
-	if (a->var != b->var)
-		return a->var < b->var ? -1 : 1;
-	return (a->ip > b->ip) - (a->ip < b->ip);
+	int c = NK__CMP(a->var, b->var);
+	return c ? c : NK__CMP(a->ip, b->ip);
 }
 
 int nk__an_mark_init(struct ctx *c)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "profile/analysis.h"
+#include "util/cmp.h"
 
 #define MAX_NODE_ID 4096
 
@@ -129,7 +130,7 @@ struct ctx {
 static inline int cmp_tid_index(const void *x, const void *y)
 {
 	const struct tid_index *a = x, *b = y;
-	return (a->tid > b->tid) - (a->tid < b->tid);
+	return NK__CMP(a->tid, b->tid);
 }
 
 /* The attribution state of one process (analysis_attr.c, analysis_heap.c). */
