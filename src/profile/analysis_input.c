@@ -201,24 +201,24 @@ int nk__an_read_header(struct ctx *c)
 	return 0;
 }
 
-uint64_t nk__an_page_size_of(const struct nk__nkp_process_data *pd)
+/* The META record's number @p key of a process, @p dflt when it has none. */
+static uint64_t meta_u64(const struct nk__nkp_process_data *pd, const char *key, uint64_t dflt)
 {
-	uint64_t ps = 4096;
+	uint64_t v = dflt;
 	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
 	if (json_is_object(meta))
-		json_u64(meta, "page_size", &ps);
+		json_u64(meta, key, &v);
 	json_decref(meta);
-	if (!ps || (ps & (ps - 1)))
-		ps = 4096;
-	return ps;
+	return v;
+}
+
+uint64_t nk__an_page_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ps = meta_u64(pd, "page_size", 4096);
+	return ps && !(ps & (ps - 1)) ? ps : 4096;
 }
 
 uint64_t nk__an_min_size_of(const struct nk__nkp_process_data *pd)
 {
-	uint64_t ms = 0;
-	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
-	if (json_is_object(meta))
-		json_u64(meta, "min_size", &ms);
-	json_decref(meta);
-	return ms;
+	return meta_u64(pd, "min_size", 0);
 }
