@@ -362,7 +362,7 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 		nk_error merr;
 		if (nk_machine_load_buffer(p->machine_json, strlen(p->machine_json), &own, &merr)) {
 			own = NULL;
-			if (nk__an_warn(c.a, xprintf("the profile's machine description is unusable (%s): nodes are taken "
+			if (nk__an_warn(c.a, nk__aprintf("the profile's machine description is unusable (%s): nodes are taken "
 					      "from the samples", merr.message)))
 				goto out;
 		}

@@ -15,6 +15,7 @@
 
 #include "profile/analysis.h"
 #include "util/cmp.h"
+#include "util/strbuf.h"
 
 #define MAX_NODE_ID 4096
 
@@ -27,18 +28,6 @@ static inline char *xstrdup(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
-}
-
-static inline char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline char *xprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
 }
 
 static inline const char *base_name(const char *path)

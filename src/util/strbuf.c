@@ -1,4 +1,4 @@
-/* The library's one growing string, and the cutting of a text to a width. */
+/* The library's one growing string, a printf into a new string, and the cutting of a text to a width. */
 #include "util/strbuf.h"
 
 #include <stdarg.h>
@@ -46,6 +46,17 @@ char *nk__strbuf_take(struct nk__strbuf *b)
 		return NULL;
 	}
 	return s ? s : strdup("");
+}
+
+char *nk__aprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
 }
 
 const char *nk__fit(const char *s, int w, char *buf, size_t cap)
