@@ -24,6 +24,7 @@
 #include "advise/advice.h"
 #include "profile/analysis.h"
 #include "util/list.h"
+#include "util/cmp.h"
 #include "util/error.h"
 #include "util/strbuf.h"
 
@@ -118,9 +119,8 @@ static void pat_free(struct pat *p)
 static int cmp_rec(const void *x, const void *y)
 {
 	const struct rec *a = x, *b = y;
-	if (a->page != b->page)
-		return a->page < b->page ? -1 : 1;
-	return (a->node > b->node) - (a->node < b->node);
+	int c = NK__CMP(a->page, b->page);
+	return c ? c : NK__CMP(a->node, b->node);
 }
 
 /* The pattern of variable @p vi in phase @p phase (-1: all samples). */

@@ -21,6 +21,7 @@
 
 #include "advise/advice.h"
 #include "profile/analysis.h"
+#include "util/cmp.h"
 #include "util/list.h"
 #include "util/error.h"
 #include "util/strbuf.h"
@@ -129,20 +130,6 @@ static int node_idx(const struct wi_ctx *c, int id)
 		if (c->ids[i] == id)
 			return i;
 	return -1;
-}
-
-static const char *when_name(int when)
-{
-	switch (when) {
-	case NK__WHEN_ALLOC:
-		return "alloc";
-	case NK__WHEN_FIRST_PARALLEL:
-		return "first-parallel";
-	case NK__WHEN_PHASE:
-		return "phase";
-	default:
-		return "?";
-	}
 }
 
 static const char *entry_label(const struct nk__aplan_entry *e)
@@ -592,15 +579,11 @@ struct mig_rec {
 static int cmp_mig(const void *x, const void *y)
 {
 	const struct mig_rec *a = x, *b = y;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	if (a->hi != b->hi)
-		return a->hi < b->hi ? -1 : 1;
-	if (a->page != b->page)
-		return a->page < b->page ? -1 : 1;
-	return (a->order > b->order) - (a->order < b->order);
+	int c;
+	if ((c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->lo, b->lo)) || (c = NK__CMP(a->hi, b->hi)) ||
+	    (c = NK__CMP(a->page, b->page)))
+		return c;
+	return NK__CMP(a->order, b->order);
 }
 
 /* Bytes entry @p we (applied at a first parallel region or phase) migrates. */
@@ -749,19 +732,6 @@ static char *entries_text(const struct wi_ctx *c, size_t v)
 
 /* ---------------------------------------------------------------- text */
 
-/* Fit @p s in @p w columns, cutting the middle with "~". */
-static const char *fit(const char *s, int w, char *buf, size_t cap)
-{
-	size_t n = strlen(s);
-	if (n <= (size_t)w || w < 5 || (size_t)w >= cap) {
-		snprintf(buf, cap, "%s", s);
-		return buf;
-	}
-	size_t head = (size_t)(w - 1) / 2, tail = (size_t)w - 1 - head;
-	snprintf(buf, cap, "%.*s~%s", (int)head, s, s + n - tail);
-	return buf;
-}
-
 static void pct_pair(char *buf, size_t cap, const struct wi_acc *x)
 {
 	double f0 = remote_frac(&x[0]), f1 = remote_frac(&x[1]);
@@ -783,9 +753,9 @@ static void row(struct wi_ctx *c, struct nk__strbuf *b, const char *name, uint64
 {
 	char nb[64], pb[64], rp[40];
 	pct_pair(rp, sizeof(rp), x);
-	nk__strbuf_printf(b, "%-24s %8llu  %s  %8.4f -> %8.4f  %9.2f%s%s\n", fit(name, 24, nb, sizeof(nb)),
+	nk__strbuf_printf(b, "%-24s %8llu  %s  %8.4f -> %8.4f  %9.2f%s%s\n", nk__fit(name, 24, nb, sizeof(nb)),
 		(unsigned long long)samples, rp, stall_ms(c, &x[0]), stall_ms(c, &x[1]), (double)mig / 1048576.0,
-		*pol ? "  " : "", fit(pol, 14, pb, sizeof(pb)));
+		*pol ? "  " : "", nk__fit(pol, 14, pb, sizeof(pb)));
 }
 
 /* Several runs replayed together (nk_profile_load_many): every run's accesses and the instances it
@@ -962,9 +932,10 @@ static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x)
 
 static json_t *entry_json(const struct nk__aplan_entry *e)
 {
+	const char *when = nk__aplan_when_name(e->when);
 	json_t *o = json_object();
 	json_object_set_new(o, "policy", json_string(e->policy));
-	json_object_set_new(o, "when", json_string(when_name(e->when)));
+	json_object_set_new(o, "when", json_string(when ? when : "?"));
 	json_object_set_new(o, "phase", e->phase ? json_string(e->phase) : json_null());
 	return o;
 }

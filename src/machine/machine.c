@@ -1,5 +1,6 @@
 /* The machine model: construction helpers, the one invariant checker, accessors. */
 #include "machine/machine_impl.h"
+#include "util/cmp.h"
 #include "util/error.h"
 
 #include <math.h>
@@ -102,46 +103,29 @@ int nk__machine_add_cache(struct nk_machine *m, struct nk__cache **out)
 	return 0;
 }
 
-int nk__node_idx(const struct nk_machine *m, int id)
-{
-	int lo = 0, hi = m->nnodes - 1;
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (m->nodes[mid].id == id)
-			return mid;
-		if (m->nodes[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -1;
-}
-
-int nk__cpu_idx(const struct nk_machine *m, int id)
-{
-	int lo = 0, hi = m->ncpus - 1;
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (m->cpus[mid].id == id)
-			return mid;
-		if (m->cpus[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -1;
-}
-
 static int cmp_node(const void *a, const void *b)
 {
-	int x = ((const struct nk__node *)a)->id, y = ((const struct nk__node *)b)->id;
-	return (x > y) - (x < y);
+	return NK__CMP(((const struct nk__node *)a)->id, ((const struct nk__node *)b)->id);
 }
 
 static int cmp_cpu(const void *a, const void *b)
 {
-	int x = ((const struct nk__cpu *)a)->id, y = ((const struct nk__cpu *)b)->id;
-	return (x > y) - (x < y);
+	return NK__CMP(((const struct nk__cpu *)a)->id, ((const struct nk__cpu *)b)->id);
+}
+
+/* nodes[] and cpus[] are sorted by id (finalize) */
+int nk__node_idx(const struct nk_machine *m, int id)
+{
+	const struct nk__node key = { .id = id };
+	const struct nk__node *n = m->nnodes > 0 ? bsearch(&key, m->nodes, (size_t)m->nnodes, sizeof key, cmp_node) : NULL;
+	return n ? (int)(n - m->nodes) : -1;
+}
+
+int nk__cpu_idx(const struct nk_machine *m, int id)
+{
+	const struct nk__cpu key = { .id = id };
+	const struct nk__cpu *c = m->ncpus > 0 ? bsearch(&key, m->cpus, (size_t)m->ncpus, sizeof key, cmp_cpu) : NULL;
+	return c ? (int)(c - m->cpus) : -1;
 }
 
 /* C11 qsort has no context argument: the array being sorted is passed
@@ -156,13 +140,11 @@ static int same_core(const struct nk__cpu *x, const struct nk__cpu *y)
 static int cmp_core_key(const void *a, const void *b)
 {
 	const struct nk__cpu *x = &core_sort_base[*(const int *)a], *y = &core_sort_base[*(const int *)b];
-	if (x->node != y->node)
-		return (x->node > y->node) - (x->node < y->node);
-	if (x->package != y->package)
-		return (x->package > y->package) - (x->package < y->package);
-	if (x->core_key != y->core_key)
-		return (x->core_key > y->core_key) - (x->core_key < y->core_key);
-	return (x->id > y->id) - (x->id < y->id);
+	int c;
+	if ((c = NK__CMP(x->node, y->node)) || (c = NK__CMP(x->package, y->package)) ||
+	    (c = NK__CMP(x->core_key, y->core_key)))
+		return c;
+	return NK__CMP(x->id, y->id);
 }
 
 static int cmp_cache(const void *a, const void *b)

@@ -173,26 +173,31 @@ static int meminfo_kb(const char *text, const char *key, uint64_t *kb)
 	return NK_ENOENT;
 }
 
+/* A node's total and free memory from a meminfo text (MemFree optional): 0, else MemTotal's error. */
+static int set_node_memory(struct nk__node *nd, const char *txt)
+{
+	uint64_t kb;
+	int rc = meminfo_kb(txt, "MemTotal", &kb);
+	if (rc)
+		return rc;
+	nd->mem_total = kb * 1024;
+	if (meminfo_kb(txt, "MemFree", &kb) == 0)
+		nd->mem_free = kb * 1024;
+	return 0;
+}
+
 static int read_node_memory(struct reader *r, struct nk__node *nd)
 {
 	char path[128], *txt;
-	uint64_t kb;
 	snprintf(path, sizeof path, NODE_DIR "/node%d/meminfo", nd->id);
 	int rc = rd_opt(r, path, &txt);
 	if (rc)
 		return rc;
 	if (!txt)
 		return 0; /* some dumps omit it: memory unknown, treated as none */
-	rc = meminfo_kb(txt, "MemTotal", &kb);
-	if (rc == 0) {
-		nd->mem_total = kb * 1024;
-		if (meminfo_kb(txt, "MemFree", &kb) == 0)
-			nd->mem_free = kb * 1024;
-	}
+	rc = set_node_memory(nd, txt);
 	free(txt);
-	if (rc == NK_EPARSE || rc == NK_ENOENT)
-		return bad(r, path, "no valid MemTotal line");
-	return 0;
+	return rc ? bad(r, path, "no valid MemTotal line") : 0;
 }
 
 /* Cpus of a node: cpulist, else cpumap (some kernels/dumps lack cpulist). */
@@ -693,19 +698,13 @@ static int single_node(struct reader *r, struct nk_machine *m)
 {
 	struct nk__node *nd;
 	char *txt;
-	uint64_t kb;
 	int rc = nk__machine_add_node(m, 0, &nd);
 	if (rc)
 		return nk__error(r->err, rc, "out of memory");
 	if ((rc = rd_opt(r, "/proc/meminfo", &txt)))
 		return rc;
 	if (txt) {
-		rc = meminfo_kb(txt, "MemTotal", &kb);
-		if (rc == 0) {
-			nd->mem_total = kb * 1024;
-			if (meminfo_kb(txt, "MemFree", &kb) == 0)
-				nd->mem_free = kb * 1024;
-		}
+		rc = set_node_memory(nd, txt);
 		free(txt);
 		if (rc)
 			return bad(r, "/proc/meminfo", "no valid MemTotal line");

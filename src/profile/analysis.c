@@ -23,10 +23,9 @@ int nk__an_warn(struct nk__analysis *a, char *text)
 static int cmp_var(const void *x, const void *y)
 {
 	const struct nk__an_var *a = x, *b = y;
-	if (a->remote != b->remote)
-		return a->remote > b->remote ? -1 : 1;
-	if (a->acc != b->acc)
-		return a->acc > b->acc ? -1 : 1;
+	int c;
+	if ((c = NK__CMP(b->remote, a->remote)) || (c = NK__CMP(b->acc, a->acc)))
+		return c;
 	return strcmp(a->name, b->name);
 }
 
@@ -363,7 +362,7 @@ int nk__analyze_ops(const struct nk__nkp_profile *p, const nk_machine *m, nk__sy
 		nk_error merr;
 		if (nk_machine_load_buffer(p->machine_json, strlen(p->machine_json), &own, &merr)) {
 			own = NULL;
-			if (nk__an_warn(c.a, xprintf("the profile's machine description is unusable (%s): nodes are taken "
+			if (nk__an_warn(c.a, nk__aprintf("the profile's machine description is unusable (%s): nodes are taken "
 					      "from the samples", merr.message)))
 				goto out;
 		}

@@ -90,29 +90,19 @@ int nk__an_node_index(const struct nk__analysis *a, int id)
 int nk__an_cmp_rec(const void *x, const void *y)
 {
 	const struct rec *a = x, *b = y;
-	if (a->var != b->var)
-		return a->var < b->var ? -1 : 1;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	if (a->page != b->page)
-		return a->page < b->page ? -1 : 1;
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	return 0;
+	int c;
+	if ((c = NK__CMP(a->var, b->var)) || (c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->page, b->page)))
+		return c;
+	return NK__CMP(a->thread, b->thread);
 }
 
 int nk__an_cmp_ip(const void *x, const void *y)
 {
 	const struct iprec *a = x, *b = y;
-	if (a->var != b->var)
-		return a->var < b->var ? -1 : 1;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	if (a->ip != b->ip)
-		return a->ip < b->ip ? -1 : 1;
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	return 0;
+	int c;
+	if ((c = NK__CMP(a->var, b->var)) || (c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->ip, b->ip)))
+		return c;
+	return NK__CMP(a->thread, b->thread);
 }
 
 int nk__an_alloc_var_arrays(struct nk__analysis *a)
@@ -364,11 +354,10 @@ struct ipagg {
 static int cmp_ipagg(const void *x, const void *y)
 {
 	const struct ipagg *a = x, *b = y;
-	if (a->remote != b->remote)
-		return a->remote > b->remote ? -1 : 1;
-	if (a->acc != b->acc)
-		return a->acc > b->acc ? -1 : 1;
-	return a->ip < b->ip ? -1 : a->ip > b->ip;
+	int c;
+	if ((c = NK__CMP(b->remote, a->remote)) || (c = NK__CMP(b->acc, a->acc)))
+		return c;
+	return NK__CMP(a->ip, b->ip);
 }
 
 /* Top lines and the first-touch site.  ips sorted by (var, proc, ip, thread). */

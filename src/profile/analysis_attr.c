@@ -154,9 +154,9 @@ int nk__an_thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index)
 	t->index = index;
 	t->node = -1;
 	if (a->n_procs > 1)
-		t->label = index >= 0 ? xprintf("pid %u thread %d", t->pid, index) : xprintf("pid %u tid %u", t->pid, tid);
+		t->label = index >= 0 ? nk__aprintf("pid %u thread %d", t->pid, index) : nk__aprintf("pid %u tid %u", t->pid, tid);
 	else
-		t->label = index >= 0 ? xprintf("thread %d", index) : xprintf("tid %u", tid);
+		t->label = index >= 0 ? nk__aprintf("thread %d", index) : nk__aprintf("tid %u", tid);
 	if (!t->label)
 		return NK_ENOMEM;
 	c->tkeys[a->n_threads] = (struct thr_key){ proc, tid };
@@ -208,14 +208,14 @@ static int runtime_object(const char *obj)
 static char *loc_text(const struct nk__sym_loc *l, uint64_t ip)
 {
 	if (l->file && l->line > 0)
-		return l->function ? xprintf("%s:%d (%s)", base_name(l->file), l->line, l->function)
-				   : xprintf("%s:%d", base_name(l->file), l->line);
+		return l->function ? nk__aprintf("%s:%d (%s)", base_name(l->file), l->line, l->function)
+				   : nk__aprintf("%s:%d", base_name(l->file), l->line);
 	if (l->function)
-		return xprintf("%s (%s+0x%llx)", l->function, l->object ? base_name(l->object) : "?",
+		return nk__aprintf("%s (%s+0x%llx)", l->function, l->object ? base_name(l->object) : "?",
 			       (unsigned long long)l->offset);
 	if (l->object)
-		return xprintf("%s+0x%llx", base_name(l->object), (unsigned long long)l->offset);
-	return xprintf("0x%llx", (unsigned long long)ip);
+		return nk__aprintf("%s+0x%llx", base_name(l->object), (unsigned long long)l->offset);
+	return nk__aprintf("0x%llx", (unsigned long long)ip);
 }
 
 char *nk__an_ip_text(const struct nk__an_symops *ops, nk__symtab *s, uint64_t ip)
@@ -224,7 +224,7 @@ char *nk__an_ip_text(const struct nk__an_symops *ops, nk__symtab *s, uint64_t ip
 	memset(&l, 0, sizeof(l));
 	if (s && ip && ops->ip(s, ip, &l))
 		return loc_text(&l, ip);
-	return xprintf("0x%llx", (unsigned long long)ip);
+	return nk__aprintf("0x%llx", (unsigned long long)ip);
 }
 
 static const struct nk__nkp_site_data *find_site(const struct nk__nkp_process_data *pd, uint32_t id)
@@ -251,7 +251,7 @@ static int site_var(struct ctx *c, size_t proc, uint32_t site, uint64_t size)
 
 	if (!sd || !sd->depth) {
 		snprintf(key, sizeof(key), "heap:pid%u:site%u", pd->info.pid, site);
-		return var_get(c, NK__VAR_HEAP, key, xprintf("allocation site %u", site), size);
+		return var_get(c, NK__VAR_HEAP, key, nk__aprintf("allocation site %u", site), size);
 	}
 	if (s) {
 		size_t kl = (size_t)snprintf(key, sizeof(key), "heap:");
@@ -276,12 +276,12 @@ static int site_var(struct ctx *c, size_t proc, uint32_t site, uint64_t size)
 		}
 		if (frames) {
 			if (!name)
-				name = xprintf("allocation site %u", site);
+				name = nk__aprintf("allocation site %u", site);
 			return var_get(c, NK__VAR_HEAP, key, name, size);
 		}
 	}
 	snprintf(key, sizeof(key), "heap:pid%u:site%u", pd->info.pid, site);
-	return var_get(c, NK__VAR_HEAP, key, xprintf("allocation site %u (0x%llx)", site, (unsigned long long)sd->ips[0]),
+	return var_get(c, NK__VAR_HEAP, key, nk__aprintf("allocation site %u (0x%llx)", site, (unsigned long long)sd->ips[0]),
 		       size);
 }
 
@@ -342,7 +342,7 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 	memset(&sv, 0, sizeof(sv));
 	if (s && c->ops->data(s, addr, &sv) && sv.name) {
 		char *name = sv.decl_file && sv.decl_line > 0
-				     ? xprintf("%s (%s:%d)", sv.name, base_name(sv.decl_file), sv.decl_line)
+				     ? nk__aprintf("%s (%s:%d)", sv.name, base_name(sv.decl_file), sv.decl_line)
 				     : xstrdup(sv.name);
 		snprintf(key, sizeof(key), "static:%s:%s", sv.object ? base_name(sv.object) : "?", sv.name);
 		int v = var_get(c, NK__VAR_STATIC, key, name, sv.size);
@@ -367,8 +367,8 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 			else
 				snprintf(key, sizeof(key), "static:pid%u:%llx", pd->info.pid, (unsigned long long)b->lo);
 			int v = var_get(c, NK__VAR_STATIC, key,
-					obj ? xprintf("static data of %s", base_name(obj))
-					    : xprintf("static data at 0x%llx", (unsigned long long)b->lo),
+					obj ? nk__aprintf("static data of %s", base_name(obj))
+					    : nk__aprintf("static data at 0x%llx", (unsigned long long)b->lo),
 					b->hi - b->lo);
 			/* No lookup cache here: the segment holds named variables too, and caching
 			 * the whole segment after one unnamed address sent every later sample of
@@ -385,9 +385,9 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 			if (pc->stack_var[i] == -2) {
 				snprintf(key, sizeof(key), "stack:pid%u:%u", shown_pid(c, proc), th->index);
 				pc->stack_var[i] = var_get(c, NK__VAR_STACK, key,
-							   c->a->n_procs > 1 ? xprintf("stack of pid %u thread %u",
+							   c->a->n_procs > 1 ? nk__aprintf("stack of pid %u thread %u",
 										       shown_pid(c, proc), th->index)
-									     : xprintf("stack of thread %u", th->index),
+									     : nk__aprintf("stack of thread %u", th->index),
 							   th->stack_hi - th->stack_lo);
 			}
 			pc->hit_lo = th->stack_lo;
@@ -412,7 +412,7 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 	if (kind == NK__MAP_STACK) {
 		snprintf(key, sizeof(key), "stack:pid%u:0", shown_pid(c, proc));
 		int v = var_get(c, NK__VAR_STACK, key,
-				c->a->n_procs > 1 ? xprintf("stack of pid %u thread 0", shown_pid(c, proc))
+				c->a->n_procs > 1 ? nk__aprintf("stack of pid %u thread 0", shown_pid(c, proc))
 						  : xstrdup("stack of thread 0"),
 				hi - lo);
 		pc->last_lo = lo;
@@ -602,9 +602,8 @@ struct varip {
 static int cmp_varip(const void *x, const void *y)
 {
 	const struct varip *a = x, *b = y;
-	if (a->var != b->var)
-		return a->var < b->var ? -1 : 1;
-	return (a->ip > b->ip) - (a->ip < b->ip);
+	int c = NK__CMP(a->var, b->var);
+	return c ? c : NK__CMP(a->ip, b->ip);
 }
 
 int nk__an_mark_init(struct ctx *c)

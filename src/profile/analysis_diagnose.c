@@ -88,9 +88,9 @@ int nk__an_diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	switch (v->diag) {
 	case NK__DIAG_FEW_SAMPLES:
 		if (!known)
-			v->explain = xprintf("no sample with both the cpu's and the page's node known: cannot judge");
+			v->explain = nk__aprintf("no sample with both the cpu's and the page's node known: cannot judge");
 		else
-			v->explain = xprintf("%s remote, too wide to judge (more than +-%.0f points): %llu samples "
+			v->explain = nk__aprintf("%s remote, too wide to judge (more than +-%.0f points): %llu samples "
 					     "in %llu %s, %.1f effective",
 					     ci, 100 * NK__AN_CI_HALF,
 					     (unsigned long long)v->known_samples, (unsigned long long)v->clusters,
@@ -99,19 +99,19 @@ int nk__an_diagnose(struct nk__analysis *a, struct nk__an_var *v)
 					     v->n_eff);
 		break;
 	case NK__DIAG_FINE:
-		v->explain = xprintf("%s of its accesses are remote: fine", ci);
+		v->explain = nk__aprintf("%s of its accesses are remote: fine", ci);
 		break;
 	case NK__DIAG_HOTSPOT:
-		v->explain = xprintf("hot spot: %.0f%% of its pages are on node %d, %s of accesses remote%s",
+		v->explain = nk__aprintf("hot spot: %.0f%% of its pages are on node %d, %s of accesses remote%s",
 				     100 * v->dominant_share, v->dominant_node, ci, ft);
 		break;
 	case NK__DIAG_SHARING:
-		v->explain = xprintf("uniform sharing: %.0f%% of its pages are used by threads of several nodes, "
+		v->explain = nk__aprintf("uniform sharing: %.0f%% of its pages are used by threads of several nodes, "
 				     "%s of accesses remote%s",
 				     100 * cross, ci, read_mostly ? " (read-mostly)" : "");
 		break;
 	default:
-		v->explain = xprintf("partition mismatch: pages spread over nodes, but threads use other nodes' pages "
+		v->explain = nk__aprintf("partition mismatch: pages spread over nodes, but threads use other nodes' pages "
 				     "(%s of accesses remote, regularity %.2f)%s",
 				     ci, v->regularity < 0 ? 0 : v->regularity, ft);
 		break;

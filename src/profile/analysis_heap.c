@@ -10,9 +10,8 @@
 static int cmp_blk(const void *x, const void *y)
 {
 	const struct blk *a = x, *b = y;
-	if (a->lo != b->lo)
-		return a->lo < b->lo ? -1 : 1;
-	return a->born < b->born ? -1 : a->born > b->born;
+	int c = NK__CMP(a->lo, b->lo);
+	return c ? c : NK__CMP(a->born, b->born);
 }
 
 int nk__an_build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
@@ -85,11 +84,10 @@ struct sev {
 static int cmp_sev(const void *x, const void *y)
 {
 	const struct sev *a = x, *b = y;
-	if (a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	if (a->t != b->t)
-		return a->t < b->t ? -1 : 1;
-	return a->blocks < b->blocks ? -1 : a->blocks > b->blocks; /* frees before allocations at one time */
+	int c;
+	if ((c = NK__CMP(a->key, b->key)) || (c = NK__CMP(a->t, b->t)))
+		return c;
+	return NK__CMP(a->blocks, b->blocks); /* frees before allocations at one time */
 }
 
 /* Events of the blocks (+1 at birth, -1 at death) keyed by @p key[i] (UINT32_MAX: left out), sorted. */

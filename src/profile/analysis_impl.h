@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "profile/analysis.h"
+#include "util/cmp.h"
+#include "util/strbuf.h"
 
 #define MAX_NODE_ID 4096
 
@@ -26,18 +28,6 @@ static inline char *xstrdup(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
-}
-
-static inline char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline char *xprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
 }
 
 static inline const char *base_name(const char *path)
@@ -129,7 +119,7 @@ struct ctx {
 static inline int cmp_tid_index(const void *x, const void *y)
 {
 	const struct tid_index *a = x, *b = y;
-	return (a->tid > b->tid) - (a->tid < b->tid);
+	return NK__CMP(a->tid, b->tid);
 }
 
 /* The attribution state of one process (analysis_attr.c, analysis_heap.c). */

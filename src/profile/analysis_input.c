@@ -116,7 +116,7 @@ static int coverage_of(struct nk__analysis *a, const struct nk__nkp_process_data
 	uint64_t budget = 0, bdropped = 0, spent = 0, t_end = 0;
 	if (!pd->complete) {
 		a->procs_incomplete++;
-		if (coverage_reason(a, xprintf("process %u did not finish its profile (killed?): its samples end where "
+		if (coverage_reason(a, nk__aprintf("process %u did not finish its profile (killed?): its samples end where "
 					       "it stopped", pd->info.pid)))
 			return NK_ENOMEM;
 	}
@@ -134,18 +134,18 @@ static int coverage_of(struct nk__analysis *a, const struct nk__nkp_process_data
 	a->budget_dropped += bdropped;
 	char *text;
 	if (bdropped && spent && t_end >= spent)
-		text = xprintf("process %u: sample budget (%llu) spent at %.2f s of %.2f s: %llu samples dropped",
+		text = nk__aprintf("process %u: sample budget (%llu) spent at %.2f s of %.2f s: %llu samples dropped",
 			       pd->info.pid, (unsigned long long)budget, (double)spent / 1e9, (double)t_end / 1e9,
 			       (unsigned long long)bdropped);
 	else if (bdropped)
-		text = xprintf("process %u: sample budget (%llu) spent: %llu samples dropped", pd->info.pid,
+		text = nk__aprintf("process %u: sample budget (%llu) spent: %llu samples dropped", pd->info.pid,
 			       (unsigned long long)budget, (unsigned long long)bdropped);
 	else
-		text = xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped);
+		text = nk__aprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped);
 	if (coverage_reason(a, text))
 		return NK_ENOMEM;
 	if (bdropped && bdropped < dropped &&
-	    coverage_reason(a, xprintf("process %u: %llu samples dropped with the ring full", pd->info.pid,
+	    coverage_reason(a, nk__aprintf("process %u: %llu samples dropped with the ring full", pd->info.pid,
 				       (unsigned long long)(dropped - bdropped))))
 		return NK_ENOMEM;
 	return 0;
@@ -164,7 +164,7 @@ int nk__an_read_header(struct ctx *c)
 			sampler = json_string_value(json_object_get(run, "sampler"));
 		json_u64(run, "wall_ns", &a->wall_ns);
 		json_t *fb = json_object_get(run, "fallback");
-		if (json_is_string(fb) && nk__an_warn(a, xprintf("sampler fallback: %s", json_string_value(fb)))) {
+		if (json_is_string(fb) && nk__an_warn(a, nk__aprintf("sampler fallback: %s", json_string_value(fb)))) {
 			json_decref(run);
 			return NK_ENOMEM;
 		}
@@ -179,13 +179,13 @@ int nk__an_read_header(struct ctx *c)
 	a->covered = 1;
 	for (size_t i = 0; i < c->p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &c->p->procs[i];
-		if (!pd->complete && nk__an_warn(a, xprintf("process %u did not finish its profile (killed?): its data is "
+		if (!pd->complete && nk__an_warn(a, nk__aprintf("process %u did not finish its profile (killed?): its data is "
 						     "incomplete", pd->info.pid)))
 			return NK_ENOMEM;
 		json_t *end = pd->end_json ? json_loads(pd->end_json, 0, NULL) : NULL;
 		uint64_t dropped = 0;
 		if (json_is_object(end) && json_u64(end, "dropped", &dropped) && dropped &&
-		    nk__an_warn(a, xprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped))) {
+		    nk__an_warn(a, nk__aprintf("process %u: %llu samples dropped", pd->info.pid, (unsigned long long)dropped))) {
 			json_decref(end);
 			return NK_ENOMEM;
 		}
@@ -195,30 +195,30 @@ int nk__an_read_header(struct ctx *c)
 			return rc;
 		nk__symtab *s = c->syms ? c->syms[i] : NULL;
 		const char *sw = s ? c->ops->warnings(s) : "";
-		if (sw && *sw && nk__an_warn(a, xprintf("process %u: %s", pd->info.pid, sw)))
+		if (sw && *sw && nk__an_warn(a, nk__aprintf("process %u: %s", pd->info.pid, sw)))
 			return NK_ENOMEM;
 	}
 	return 0;
 }
 
-uint64_t nk__an_page_size_of(const struct nk__nkp_process_data *pd)
+/* The META record's number @p key of a process, @p dflt when it has none. */
+static uint64_t meta_u64(const struct nk__nkp_process_data *pd, const char *key, uint64_t dflt)
 {
-	uint64_t ps = 4096;
+	uint64_t v = dflt;
 	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
 	if (json_is_object(meta))
-		json_u64(meta, "page_size", &ps);
+		json_u64(meta, key, &v);
 	json_decref(meta);
-	if (!ps || (ps & (ps - 1)))
-		ps = 4096;
-	return ps;
+	return v;
+}
+
+uint64_t nk__an_page_size_of(const struct nk__nkp_process_data *pd)
+{
+	uint64_t ps = meta_u64(pd, "page_size", 4096);
+	return ps && !(ps & (ps - 1)) ? ps : 4096;
 }
 
 uint64_t nk__an_min_size_of(const struct nk__nkp_process_data *pd)
 {
-	uint64_t ms = 0;
-	json_t *meta = pd->meta_json ? json_loads(pd->meta_json, 0, NULL) : NULL;
-	if (json_is_object(meta))
-		json_u64(meta, "min_size", &ms);
-	json_decref(meta);
-	return ms;
+	return meta_u64(pd, "min_size", 0);
 }

@@ -72,13 +72,11 @@ struct clrec {
 static int cmp_clrec(const void *x, const void *y)
 {
 	const struct clrec *a = x, *b = y;
-	if (a->var != b->var)
-		return a->var < b->var ? -1 : 1;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	if (a->grouped != b->grouped)
-		return a->grouped < b->grouped ? -1 : 1;
-	return (a->cl > b->cl) - (a->cl < b->cl);
+	int c;
+	if ((c = NK__CMP(a->var, b->var)) || (c = NK__CMP(a->proc, b->proc)) ||
+	    (c = NK__CMP(a->grouped, b->grouped)))
+		return c;
+	return NK__CMP(a->cl, b->cl);
 }
 
 /* Each variable's remote-share interval from its samples with both nodes known (local or remote). */

@@ -24,6 +24,7 @@
 #include "os/os.h"
 #include "profile/nkp.h"
 #include "profile/nkp_impl.h"
+#include "util/cmp.h"
 #include "util/error.h"
 
 struct part {
@@ -521,19 +522,17 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 static int cmp_start(const void *a, const void *b)
 {
 	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
-	if (x->info.start_ns != y->info.start_ns)
-		return x->info.start_ns < y->info.start_ns ? -1 : 1;
-	if (x->info.pid != y->info.pid)
-		return x->info.pid < y->info.pid ? -1 : 1;
-	return x->index < y->index ? -1 : x->index > y->index;
+	int c;
+	if ((c = NK__CMP(x->info.start_ns, y->info.start_ns)) || (c = NK__CMP(x->info.pid, y->info.pid)))
+		return c;
+	return NK__CMP(x->index, y->index);
 }
 
 static int cmp_pid_start(const void *a, const void *b)
 {
 	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
-	if (x->info.pid != y->info.pid)
-		return x->info.pid < y->info.pid ? -1 : 1;
-	return cmp_start(a, b);
+	int c = NK__CMP(x->info.pid, y->info.pid);
+	return c ? c : cmp_start(a, b);
 }
 
 /* qsort of extra sample indices by (pid, time, index), through a file-scope view (qsort has no context) */
@@ -546,11 +545,10 @@ struct exkey {
 static int cmp_exkey(const void *a, const void *b)
 {
 	const struct exkey *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	int c;
+	if ((c = NK__CMP(x->pid, y->pid)) || (c = NK__CMP(x->time, y->time)))
+		return c;
+	return NK__CMP(x->i, y->i);
 }
 
 /*

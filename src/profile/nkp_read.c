@@ -22,6 +22,7 @@
 #include "os/os.h"
 #include "profile/nkp.h"
 #include "profile/nkp_impl.h"
+#include "util/cmp.h"
 #include "util/error.h"
 
 static const char *const type_names[] = {
@@ -332,9 +333,8 @@ void nk__nkp_free(struct nk__nkp_profile *p)
 static int cmp_tsite(const void *a, const void *b)
 {
 	const struct tsite *x = a, *y = b;
-	if (x->sd.id != y->sd.id)
-		return x->sd.id < y->sd.id ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
+	int c = NK__CMP(x->sd.id, y->sd.id);
+	return c ? c : NK__CMP(x->off, y->off);
 }
 
 static int cmp_site(const void *key, const void *elem)

@@ -190,19 +190,6 @@ static const char *fmt_size(uint64_t bytes, char *buf, size_t cap)
 	return buf;
 }
 
-/* Fit @p s in @p w columns, cutting the middle with "~". */
-static const char *fit(const char *s, int w, char *buf, size_t cap)
-{
-	size_t n = strlen(s);
-	if (n <= (size_t)w || w < 5 || (size_t)w >= cap) {
-		snprintf(buf, cap, "%s", s);
-		return buf;
-	}
-	size_t head = (size_t)(w - 1) / 2, tail = (size_t)w - 1 - head;
-	snprintf(buf, cap, "%.*s~%s", (int)head, s, s + n - tail);
-	return buf;
-}
-
 static const char *fix_text(const struct nk__analysis *a, const struct nk__an_var *v, char *buf, size_t cap)
 {
 	switch (v->fix) {
@@ -369,12 +356,12 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			if (!v->remote_cpu[n])
 				continue;
 			shown++;
-			nk__strbuf_printf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", fit(v->name, 46, s2, sizeof(s2)),
+			nk__strbuf_printf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", nk__fit(v->name, 46, s2, sizeof(s2)),
 				(unsigned long long)v->remote_cpu[n], pct(v->remote_cpu[n], v->acc_cpu[n]));
 			for (int k = 0; k < v->n_lines && k < 3; k++)
 				if (v->lines[k].remote)
 					nk__strbuf_printf(b, "      at %-52s %10llu remote (all nodes)\n",
-						fit(v->lines[k].where, 52, s2, sizeof(s2)), (unsigned long long)v->lines[k].remote);
+						nk__fit(v->lines[k].where, 52, s2, sizeof(s2)), (unsigned long long)v->lines[k].remote);
 		}
 		if (!shown)
 			nk__strbuf_printf(b, "  (no remote access sampled)\n");
@@ -391,7 +378,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		else
 			snprintf(reg, sizeof(reg), "%.2f", v->regularity);
 		nk__strbuf_printf(b, "%-25s %-6.6s %9s %8llu %6.1f%% %-9s %6llu %4.0f%% %4.0f%% %4.0f%% %5s\n",
-			fit(v->name, 25, s2, sizeof(s2)), nk__an_kind_name(v->kind),
+			nk__fit(v->name, 25, s2, sizeof(s2)), nk__an_kind_name(v->kind),
 			v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
 			pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci), (unsigned long long)v->pages,
 			pct(v->pages_private, v->pages),
@@ -422,7 +409,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				snprintf(s1, sizeof(s1), "%d", th->node);
 			else
 				snprintf(s1, sizeof(s1), "-");
-			nk__strbuf_printf(b, "%-22s %5s", fit(th->label, 22, s2, sizeof(s2)), s1);
+			nk__strbuf_printf(b, "%-22s %5s", nk__fit(th->label, 22, s2, sizeof(s2)), s1);
 			for (int n = 0; n < a->n_nodes; n++)
 				nk__strbuf_printf(b, " %7.1f%%", pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
 			nk__strbuf_printf(b, "\n");
@@ -440,7 +427,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			nk__strbuf_printf(b, " %5zu", j);
 		nk__strbuf_printf(b, "\n");
 		for (size_t i = 0; i < a->n_threads; i++) {
-			nk__strbuf_printf(b, "%-10s", fit(a->threads[i].label, 10, s2, sizeof(s2)));
+			nk__strbuf_printf(b, "%-10s", nk__fit(a->threads[i].label, 10, s2, sizeof(s2)));
 			for (size_t j = 0; j < a->n_threads; j++) {
 				if (i == j)
 					nk__strbuf_printf(b, " %5s", "-");
@@ -458,13 +445,13 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			"fix");
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
-			nk__strbuf_printf(b, "%-30s %10llu samples %6.1f%% remote\n", fit(ph->name, 30, s2, sizeof(s2)),
+			nk__strbuf_printf(b, "%-30s %10llu samples %6.1f%% remote\n", nk__fit(ph->name, 30, s2, sizeof(s2)),
 				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
 			for (size_t k = 0; k < ph->n_vars && k < TEXT_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				const char *fx = nk__an_fix_name(v->fix);
 				char ci[32];
-				nk__strbuf_printf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", fit(v->name, 34, s2, sizeof(s2)),
+				nk__strbuf_printf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", nk__fit(v->name, 34, s2, sizeof(s2)),
 					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
 					ci_text(v, ci, sizeof ci), nk__an_diag_name(v->diag), fx);
 				if (v->policy && strcmp(v->policy, fx))
@@ -937,7 +924,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\">", lw - 8,
 				y0 + (a->n_nodes * (bh + gap)) / 2 + 4);
 			char nm[48];
-			hesc(b, fit(v->name, 36, nm, sizeof(nm)));
+			hesc(b, nk__fit(v->name, 36, nm, sizeof(nm)));
 			nk__strbuf_printf(b, "</text>");
 			for (int n = 0; n < a->n_nodes; n++) {
 				int y = y0 + n * (bh + gap);

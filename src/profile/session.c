@@ -29,6 +29,7 @@
 #include "profile/nkp.h"
 #include "util/list.h"
 #include "util/error.h"
+#include "util/strbuf.h"
 
 extern char **environ;
 
@@ -241,19 +242,6 @@ static int env_push(char ***env, size_t *n, size_t *cap, char *s)
 	return 0;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, f);
-	if (vasprintf(&s, f, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
 /*
  * @p base without LD_PRELOAD and NK_PROF_*, plus LD_PRELOAD (the runtime
  * first, then what was preloaded) and the runtime's variables.
@@ -277,22 +265,22 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 			goto fail;
 	}
 	if (old_preload && *old_preload)
-		ok = !env_push(&env, &n, &cap, fmt("LD_PRELOAD=%s:%s", runtime, old_preload));
+		ok = !env_push(&env, &n, &cap, nk__aprintf("LD_PRELOAD=%s:%s", runtime, old_preload));
 	else
-		ok = !env_push(&env, &n, &cap, fmt("LD_PRELOAD=%s", runtime));
-	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_DIR=%s", dir));
-	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SAMPLER=%s", sampler));
+		ok = !env_push(&env, &n, &cap, nk__aprintf("LD_PRELOAD=%s", runtime));
+	ok = ok && !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_DIR=%s", dir));
+	ok = ok && !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_SAMPLER=%s", sampler));
 	if (ok && o->rate > 0)
-		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_RATE=%.17g", o->rate));
+		ok = !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_RATE=%.17g", o->rate));
 	if (ok && o->min_size)
-		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MIN_SIZE=%zu", o->min_size));
+		ok = !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_MIN_SIZE=%zu", o->min_size));
 	if (ok && o->roi)
 		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_ROI=1"));
 	if (ok && o->small_blocks)
 		ok = !env_push(&env, &n, &cap, strdup("NK_PROF_SMALL_BLOCKS=1"));
-	ok = ok && !env_push(&env, &n, &cap, fmt("NK_PROF_SEED=%llu", seed));
+	ok = ok && !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_SEED=%llu", seed));
 	if (ok && o->max_overhead > 0)
-		ok = !env_push(&env, &n, &cap, fmt("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
+		ok = !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
 	/* The cpus the program was given: the runtime's flusher runs on all of them, not on the one an
 	 * OpenMP runtime bound the main thread to before it was started. */
 	nk__ilist cpus = { 0 };
@@ -719,7 +707,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	}
 
 	/* The parts folder next to the output, absolute: the program may change folders. */
-	dir_rel = fmt("%s.parts", o->output);
+	dir_rel = nk__aprintf("%s.parts", o->output);
 	if (!dir_rel) {
 		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto out;

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "profile/symbols.h"
+#include "util/cmp.h"
 #include "util/error.h"
 
 #define MAX_LINE_NAME 4096 /* PATH_MAX: the longest name a maps line can carry */
@@ -464,15 +465,9 @@ static int merge_maps(struct smap **old, size_t *nold, struct smap *nw, size_t n
 static int objkey_cmp(const struct smap *x, const struct smap *y)
 {
 	int c = strcmp(x->name, y->name);
-	if (c)
+	if (c || (c = NK__CMP(x->dmaj, y->dmaj)) || (c = NK__CMP(x->dmin, y->dmin)))
 		return c;
-	if (x->dmaj != y->dmaj)
-		return x->dmaj < y->dmaj ? -1 : 1;
-	if (x->dmin != y->dmin)
-		return x->dmin < y->dmin ? -1 : 1;
-	if (x->inode != y->inode)
-		return x->inode < y->inode ? -1 : 1;
-	return 0;
+	return NK__CMP(x->inode, y->inode);
 }
 
 /* qsort has no context argument */
@@ -774,10 +769,9 @@ int nk__sym_mapping(nk__symtab *s, uint64_t addr, const char **name, uint64_t *l
 static int fsym_cmp(const void *a, const void *b)
 {
 	const struct fsym *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
+	int c;
+	if ((c = NK__CMP(x->addr, y->addr)) || (c = NK__CMP(y->rank, x->rank))) /* the best rank first */
+		return c;
 	return strcmp(x->name, y->name);
 }
 
@@ -1049,9 +1043,8 @@ static void walk_vars(struct sobj *o, Dwarf_Die *die, int depth, size_t *cap)
 static int dvar_cmp(const void *a, const void *b)
 {
 	const struct dvar *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return x->die < y->die ? -1 : x->die > y->die;
+	int c = NK__CMP(x->addr, y->addr);
+	return c ? c : NK__CMP(x->die, y->die);
 }
 
 static void load_vars(struct sobj *o)

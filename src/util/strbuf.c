@@ -1,4 +1,4 @@
-/* The library's one growing string. */
+/* The library's one growing string, a printf into a new string, and the cutting of a text to a width. */
 #include "util/strbuf.h"
 
 #include <stdarg.h>
@@ -46,4 +46,27 @@ char *nk__strbuf_take(struct nk__strbuf *b)
 		return NULL;
 	}
 	return s ? s : strdup("");
+}
+
+char *nk__aprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+const char *nk__fit(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if (n <= (size_t)w || w < 5 || (size_t)w >= cap) {
+		snprintf(buf, cap, "%s", s);
+		return buf;
+	}
+	size_t head = (size_t)(w - 1) / 2, tail = (size_t)w - 1 - head;
+	snprintf(buf, cap, "%.*s~%s", (int)head, s, s + n - tail);
+	return buf;
 }
