@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "numakit.h"
+#include "common/real_next.h"
 
 #define NT_EXPORT __attribute__((visibility("default")))
 
@@ -55,31 +56,9 @@ NT_EXPORT int nk_nt_io_active(void)
 	return 1;
 }
 
-/*
- * The next definition of @p name after this library.  Cached per wrapper in
- * an atomic: threads may race to fill it, all with the same value.  When it
- * is missing (a libc without the symbol) the wrapper fails with ENOSYS
- * rather than calling NULL.
- */
-static void *nt_real(void **slot, const char *name)
-{
-	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
-		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
-/* Declares real_, the next definition of @p name (of function type @p T *). */
-#define REAL(T, name)                                \
-	static void *slot_;                          \
-	T *real_ = (T *)nt_real(&slot_, #name);      \
-	if (!real_) {                                \
-		errno = ENOSYS;                      \
-		return -1;                           \
-	}
+/* real_, the next definition of @p name: REAL fails with -1, REAL_OR with @p fail (common/real_next.h). */
+#define REAL(T, name) NK_REAL_NEXT(T, name, -1)
+#define REAL_OR(T, name, fail) NK_REAL_NEXT(T, name, fail)
 
 /* The signatures wrapped. */
 typedef ssize_t read_fn(int, void *, size_t);
@@ -221,26 +200,16 @@ NT_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, s
  */
 NT_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *f)
 {
-	static void *slot;
-	fread_fn *real = (fread_fn *)nt_real(&slot, "fread");
-	if (!real) {
-		errno = ENOSYS;
-		return 0;
-	}
+	REAL_OR(fread_fn, fread, 0);
 	nk_next_touch_prepare(ptr, nt_bytes(size, n));
-	return real(ptr, size, n, f);
+	return real_(ptr, size, n, f);
 }
 
 NT_EXPORT size_t fread_unlocked(void *ptr, size_t size, size_t n, FILE *f)
 {
-	static void *slot;
-	fread_fn *real = (fread_fn *)nt_real(&slot, "fread_unlocked");
-	if (!real) {
-		errno = ENOSYS;
-		return 0;
-	}
+	REAL_OR(fread_fn, fread_unlocked, 0);
 	nk_next_touch_prepare(ptr, nt_bytes(size, n));
-	return real(ptr, size, n, f);
+	return real_(ptr, size, n, f);
 }
 
 /* _FORTIFY_SOURCE: the compiler calls these instead when it knows the buffer size. */
@@ -292,26 +261,16 @@ NT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, i
 
 NT_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f)
 {
-	static void *slot;
-	fread_chk_fn *real = (fread_chk_fn *)nt_real(&slot, "__fread_chk");
+	REAL_OR(fread_chk_fn, __fread_chk, 0);
 	size_t want = nt_bytes(size, n);
-	if (!real) {
-		errno = ENOSYS;
-		return 0;
-	}
 	nk_next_touch_prepare(ptr, want < ptrlen ? want : ptrlen);
-	return real(ptr, ptrlen, size, n, f);
+	return real_(ptr, ptrlen, size, n, f);
 }
 
 NT_EXPORT size_t __fread_unlocked_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *f)
 {
-	static void *slot;
-	fread_chk_fn *real = (fread_chk_fn *)nt_real(&slot, "__fread_unlocked_chk");
+	REAL_OR(fread_chk_fn, __fread_unlocked_chk, 0);
 	size_t want = nt_bytes(size, n);
-	if (!real) {
-		errno = ENOSYS;
-		return 0;
-	}
 	nk_next_touch_prepare(ptr, want < ptrlen ? want : ptrlen);
-	return real(ptr, ptrlen, size, n, f);
+	return real_(ptr, ptrlen, size, n, f);
 }

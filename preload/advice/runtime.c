@@ -77,23 +77,33 @@ int nkpl_heap_active(void)
 
 /* ---------------------------------------------------------------- log */
 
+/* @p prefix then the message into buf[cap], without its newline; returns its length, -1 when it cannot be
+ * formatted.  Leaves room for the newline the caller appends. */
+static int format_line(char *buf, size_t cap, const char *prefix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static int format_line(char *buf, size_t cap, const char *prefix, const char *fmt, va_list ap)
+{
+	int n = snprintf(buf, cap, "%s", prefix);
+	int k = vsnprintf(buf + n, cap - (size_t)n - 1, fmt, ap);
+	if (k < 0)
+		return -1;
+	n += k;
+	return (size_t)n > cap - 2 ? (int)cap - 2 : n;
+}
+
 void nkpl_log(const char *fmt, ...)
 {
-	char buf[2048];
+	char buf[2048], pid[24];
 	va_list ap;
-	int n, k;
 
 	if (st.log_fd < 0)
 		return;
-	n = snprintf(buf, sizeof buf, "[%d] ", (int)getpid());
+	snprintf(pid, sizeof pid, "[%d] ", (int)getpid());
 	va_start(ap, fmt);
-	k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	int n = format_line(buf, sizeof buf, pid, fmt, ap);
 	va_end(ap);
-	if (k < 0)
+	if (n < 0)
 		return;
-	n += k;
-	if ((size_t)n > sizeof buf - 2)
-		n = (int)sizeof buf - 2;
 	buf[n++] = '\n';
 	(void)!write(st.log_fd, buf, (size_t)n);
 }
@@ -104,15 +114,11 @@ static void complain(const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
-	int n = snprintf(buf, sizeof buf, "numakit run --plan: ");
 	va_start(ap, fmt);
-	int k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	int n = format_line(buf, sizeof buf, "numakit run --plan: ", fmt, ap);
 	va_end(ap);
-	if (k < 0)
+	if (n < 0)
 		return;
-	n += k;
-	if ((size_t)n > sizeof buf - 2)
-		n = (int)sizeof buf - 2;
 	nkpl_log("%.*s", n, buf);
 	buf[n++] = '\n';
 	(void)!write(2, buf, (size_t)n);
@@ -533,18 +539,22 @@ static int from_runtime(const void *ret)
 	return dladdr(ret, &info) && info.dli_fname && nkpl_is_runtime_name(nkpl_basename(info.dli_fname));
 }
 
+/* dlsym(RTLD_NEXT, @p name) inside the runtime's guard (dlsym may allocate through our malloc). */
+static void *real_next_guarded(const char *name)
+{
+	nkpl_enter();
+	void *f = dlsym(RTLD_NEXT, name);
+	nkpl_leave();
+	return f;
+}
+
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 NKPL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	static pthread_create_fn real_create;
-	if (!real_create) {
-		nkpl_enter();
-		real_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-		nkpl_leave();
-		if (!real_create)
-			return ENOSYS;
-	}
+	if (!real_create && !(real_create = (pthread_create_fn)real_next_guarded("pthread_create")))
+		return ENOSYS;
 	if (st.active && !nkpl_busy() && !atomic_load(&st.first_thread_done) &&
 	    !from_runtime(__builtin_return_address(0))) {
 		pthread_mutex_lock(&apply_lock);
@@ -568,13 +578,8 @@ typedef void *(*dlopen_fn)(const char *, int);
 NKPL_API void *dlopen(const char *file, int mode)
 {
 	static dlopen_fn real_dlopen;
-	if (!real_dlopen) {
-		nkpl_enter();
-		real_dlopen = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-		nkpl_leave();
-		if (!real_dlopen)
-			return NULL;
-	}
+	if (!real_dlopen && !(real_dlopen = (dlopen_fn)real_next_guarded("dlopen")))
+		return NULL;
 	void *h = real_dlopen(file, mode);
 	if (h && st.active && !nkpl_busy()) {
 		atomic_store(&objs_dirty, 1);

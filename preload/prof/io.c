@@ -49,6 +49,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "../common/real_next.h"
 #include "prof.h"
 
 #undef fread_unlocked
@@ -59,26 +60,8 @@
 #undef recvfrom
 #undef fread
 
-/* The next definition of @p name after this library, cached (threads may race to fill it, same value). */
-static void *io_real(void **slot, const char *name)
-{
-	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
-		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
-/* real_: the next definition of @p name; missing (a libc without it): fail with ENOSYS, never call NULL. */
-#define REAL(T, name, fail)                                  \
-	static void *slot_;                                  \
-	T *real_ = (T *)io_real(&slot_, #name);              \
-	if (!real_) {                                        \
-		errno = ENOSYS;                              \
-		return fail;                                 \
-	}
+/* real_: the next definition of @p name; missing (a libc without it): ENOSYS and @p fail (common/real_next.h). */
+#define REAL(T, name, fail) NK_REAL_NEXT(T, name, fail)
 
 /*
  * The buffers of one call, as up to IO_RANGES ranges, each held separately: one hold from a heap buffer to
@@ -361,7 +344,7 @@ NKP_API int pthread_attr_setstack(pthread_attr_t *attr, void *addr, size_t size)
 	/* pthread functions return the error number; ENOSYS when libc lacks it. */
 	static void *slot;
 	__typeof__(pthread_attr_setstack) *real =
-		(__typeof__(pthread_attr_setstack) *)io_real(&slot, "pthread_attr_setstack");
+		(__typeof__(pthread_attr_setstack) *)nk_real_next(&slot, "pthread_attr_setstack");
 	if (!real)
 		return ENOSYS;
 	io_exclude_stack(addr, size);

@@ -166,30 +166,29 @@ static size_t env_count(char *const envp[])
  * @p envp plus what it lacks of keep_env into @p r (room for env_count(envp) + n_keep_env + 1 entries,
  * borrowed), or NULL when nothing is missing.  No allocation: it also runs in vfork children.
  */
+/* Whether envp[0..n) sets the variable of @p kv ("NAME=value"). */
+static int env_has(char *const envp[], size_t n, const char *kv)
+{
+	size_t kl = strcspn(kv, "=") + 1;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(envp[i], kv, kl))
+			return 1;
+	return 0;
+}
+
 static char **env_with_ours(char *const envp[], char **r)
 {
 	size_t n = env_count(envp), add = 0;
-	for (size_t k = 0; k < n_keep_env; k++) {
-		size_t kl = strcspn(keep_env[k], "=") + 1, i;
-		for (i = 0; i < n; i++)
-			if (!strncmp(envp[i], keep_env[k], kl))
-				break;
-		if (i == n)
-			add++;
-	}
+	for (size_t k = 0; k < n_keep_env; k++)
+		add += !env_has(envp, n, keep_env[k]);
 	if (!add)
 		return NULL;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		r[m++] = envp[i];
-	for (size_t k = 0; k < n_keep_env; k++) {
-		size_t kl = strcspn(keep_env[k], "=") + 1, i;
-		for (i = 0; i < n; i++)
-			if (!strncmp(envp[i], keep_env[k], kl))
-				break;
-		if (i == n)
+	for (size_t k = 0; k < n_keep_env; k++)
+		if (!env_has(envp, n, keep_env[k]))
 			r[m++] = keep_env[k];
-	}
 	r[m] = NULL;
 	return r;
 }
