@@ -26,6 +26,12 @@
  *               nkp_pf_prepare_io() on the buffer first.
  *   pagefault.c the `pagefault` sampler: revokes access to random tracked
  *               pages from its own thread, turns the faults into samples.
+ *               Split by responsibility (hidden pf_* names shared in
+ *               pagefault_impl.h): pagefault.c (design, shared state, END
+ *               counters), pf_table.c (the revoked-page table),
+ *               pf_fault.c (nkp_pf_fault, first touches, I/O holds,
+ *               exclusions, forgets), pf_sampler.c (members, rounds, the
+ *               governor, the thread, start/stop/fork).
  *   trace.c     the `trace` sampler: -fsanitize-coverage=trace-loads,
  *               trace-stores callbacks.
  *   (the `hw` sampler runs in `numakit profile` itself, through

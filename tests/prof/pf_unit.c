@@ -1,11 +1,14 @@
 /*
- * Unit test of preload/prof/pagefault.c, compiled here with test doubles of
+ * Unit test of preload/prof/pagefault.c and its pf_*.c, compiled here with test doubles of
  * the runtime (nkp_emit records into an array, the "tracked" memory is one
  * test region): the revoked-page table, the fault path (read/write kind,
  * ip, nodes, first touch resolved later), I/O holds, forgets, and the
  * sampler thread under concurrent access and I/O.  Exit 0 on success.
  */
 #include "../../preload/prof/pagefault.c"
+#include "../../preload/prof/pf_table.c"
+#include "../../preload/prof/pf_fault.c"
+#include "../../preload/prof/pf_sampler.c"
 
 #include <fcntl.h>
 #include <stdio.h>
