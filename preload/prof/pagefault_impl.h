@@ -71,10 +71,11 @@ extern PF_HIDDEN atomic_ulong pf_released;    /* pages ever given back (retry lo
 extern PF_HIDDEN atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 extern PF_HIDDEN atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
 extern PF_HIDDEN atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
+/* wake-ups after their due time; time resolving parked first touches; pages revoked again at the next round */
 extern PF_HIDDEN atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
 /* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
 extern PF_HIDDEN _Atomic uint64_t pf_fault_ns[PF_SLOTS];
-#define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */ /* wake-ups after their due time; parked first touches resolved */
+#define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */
 extern PF_HIDDEN atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 extern PF_HIDDEN atomic_uint pf_period_ns;
 
