@@ -17,9 +17,14 @@
  *               program's handler, so the other files install none.
  *     process.c threads (pthread_create wrapper), fork, exec/spawn, exit
  *               and the return from main, dlopen.
- *   alloc.c     malloc family / mmap / munmap / mremap interposers,
- *               allocation sites (call stacks), the tracked-range registry,
- *               static segments of loaded objects.
+ *   allocation tracking (what its files share among themselves: alloc_impl.h)
+ *     alloc.c   malloc family / mmap / munmap / mremap interposers, the
+ *               table of tracked blocks, numakit's blocks, static segments
+ *               of loaded objects, fork; the only file with the real
+ *               functions (../common/interpose.h).
+ *     tracked.c the tracked-range registry the samplers draw pages from.
+ *     sites.c   allocation sites (call stacks), the objects left out.
+ *     blocks.c  small blocks (under NK_PROF_MIN_SIZE), batched by site.
  *   io.c        wrappers of calls through which the kernel reads or writes
  *               user memory (read, pread, readv, recv*, fread, fgets,
  *               write, pwrite, writev, send*, fwrite, ...): they call
@@ -49,7 +54,7 @@
  *                     (default 1 = every access)
  *   NK_PROF_MIN_SIZE  allocations of at least this many bytes are tracked
  *                     one by one (default 65536); smaller ones are
- *                     recorded by site in batches (alloc.c, "small blocks")
+ *                     recorded by site in batches (blocks.c, "small blocks")
  *                     when NK_PROF_SMALL_BLOCKS=1 (off by default: each
  *                     small malloc then costs its call stack)
  *   NK_PROF_ROI       1: start paused until nk_profile_start()
@@ -139,7 +144,7 @@ int nkp_own_cpu_random(uint64_t *rng);
 /** Append a MAPS record (/proc/self/maps now); no-op when inactive. */
 void nkp_write_maps(void);
 
-/* ---- alloc.c ---- */
+/* ---- alloc.c, tracked.c (nkp_tracked_*), blocks.c (nkp_alloc_flush, nkp_alloc_end_json) ---- */
 /** Interposers' state after the runtime started (statics registered, sites primed). */
 void nkp_alloc_start(void);
 /**

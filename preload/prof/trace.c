@@ -35,7 +35,7 @@
  * The cache forgets pages on nkp_trace_moved() and entirely every
  * REFRESH_NS (kernel NUMA balancing moves pages behind everybody's back).
  *
- * Only accesses to tracked memory (alloc.c's registry) become samples; the
+ * Only accesses to tracked memory (the registry, tracked.c) become samples; the
  * thread remembers the last TK_WAYS tracked ranges or gaps it asked about.
  * One clock reading serves up to CLOCK_EVERY samples of a thread (reading
  * the clock was a fifth of the recording cost in our VMs).

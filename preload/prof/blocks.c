@@ -1,0 +1,256 @@
+/*
+ * libnumakit_prof.so's small blocks (issue 19; split from alloc.c, issue 15): blocks under min_size recorded
+ * by site, their events batched into BLOCKS records, the set of live ones, their heap pages in the registry.
+ * It must not allocate from the heap or include ../common/interpose.h (its set comes from nkp_real_mmap);
+ * its state is guarded by nkp_blk_lock, which nkp_alloc_flush only tries from a signal handler.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "alloc_impl.h"
+#include "prof.h"
+
+#pragma weak nkp_pf_new_block
+
+/* ---------------------------------------------------------------- small blocks (issue 19)
+ *
+ * A block smaller than min_size is recorded by its site like a large one, in a compact form: no table entry
+ * of its own in the range registry and no record per call, but one 32-byte event (struct nk__nkp_block) in a
+ * batch written as one BLOCKS record when full (sbuf) or when the part closes, and an entry in an
+ * open-addressing set of the live ones (stab), so that free() writes an event only for blocks recorded and
+ * a child after fork gets the live ones.  The pages holding them join the sampled set as heap ranges
+ * (nkp_heap_cover): the samplers draw whole pages there, and a sample is attributed offline by its exact address
+ * to the block that holds it (a sample on malloc's own headers or on free chunks is attributed to no
+ * block).  The costs per small malloc: the call stack (backtrace, as for a large block), the site lookup,
+ * one event; per free of a recorded block: one set lookup and one event.  All under nkp_blk_lock.
+ */
+
+struct sblk {
+	uintptr_t addr; /* 0 empty */
+	uint32_t size, site;
+	uint64_t time_ns;
+	uint32_t tid, kind;
+};
+static struct sblk *stab;
+static size_t stab_cap, stab_n, stab_bytes;
+static atomic_size_t n_small; /* live recorded small blocks: a fast "nothing to look up" for free() */
+#define SBUF_CAP 2048         /* events per BLOCKS record (64 KiB) */
+static struct nk__nkp_block sbuf[SBUF_CAP];
+static size_t sbuf_n;
+static uint64_t small_allocs, small_frees, small_lost; /* END counters */
+
+static size_t stab_hash(uintptr_t a, size_t cap)
+{
+	return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+/* nkp_blk_lock held. */
+static void sbuf_flush_locked(void)
+{
+	if (sbuf_n && nkp_record(NK__NKP_BLOCKS | NK__NKP_OPTIONAL, sbuf, sbuf_n * sizeof sbuf[0], NULL, 0))
+		small_lost += sbuf_n;
+	sbuf_n = 0;
+}
+
+static void sbuf_put(const struct nk__nkp_block *e)
+{
+	if (sbuf_n == SBUF_CAP)
+		sbuf_flush_locked();
+	sbuf[sbuf_n++] = *e;
+}
+
+/* Grow the set (twice as large, mmap'd: not from the heap we record).  nkp_blk_lock held.  -1 when out of memory. */
+static int stab_grow(void)
+{
+	size_t cap = stab_cap ? stab_cap * 2 : 4096;
+	size_t bytes = cap * sizeof(struct sblk);
+	struct sblk *t = nkp_real_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	for (size_t i = 0; i < stab_cap; i++)
+		if (stab[i].addr)
+			for (size_t j = stab_hash(stab[i].addr, cap);; j = (j + 1) & (cap - 1))
+				if (!t[j].addr) {
+					t[j] = stab[i];
+					break;
+				}
+	if (stab)
+		nkp_real_munmap(stab, stab_bytes);
+	stab = t;
+	stab_cap = cap;
+	stab_bytes = bytes;
+	return 0;
+}
+
+static struct sblk *stab_find(uintptr_t a)
+{
+	if (!stab_cap)
+		return NULL;
+	for (size_t i = stab_hash(a, stab_cap);; i = (i + 1) & (stab_cap - 1)) {
+		if (!stab[i].addr)
+			return NULL;
+		if (stab[i].addr == a)
+			return &stab[i];
+	}
+}
+
+static void stab_delete(struct sblk *b)
+{
+	size_t i = (size_t)(b - stab), cap = stab_cap;
+	stab[i].addr = 0;
+	stab_n--;
+	for (size_t j = (i + 1) & (cap - 1); stab[j].addr; j = (j + 1) & (cap - 1)) {
+		size_t h = stab_hash(stab[j].addr, cap);
+		int between = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+		if (!between) {
+			stab[i] = stab[j];
+			stab[j].addr = 0;
+			i = j;
+		}
+	}
+}
+
+/* Forget the recorded small block at @p a (a FREE event), if it is one.  nkp_blk_lock held. */
+static void small_free_locked(uintptr_t a)
+{
+	struct sblk *b = stab_find(a);
+	if (!b)
+		return;
+	struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
+	sbuf_put(&e);
+	stab_delete(b);
+	small_frees++;
+	atomic_fetch_sub(&n_small, 1);
+}
+
+void nkp_small_here(void *p, size_t n, uint32_t kind)
+{
+	STACK(fr, nfr);
+	uintptr_t a = (uintptr_t)p, ps = (uintptr_t)nkp.page_size, nlo = 0, nhi = 0;
+	int skip = 0, arm = 0;
+	nkp_enter();
+	pthread_mutex_lock(&nkp_blk_lock);
+	uint32_t site = nkp_site_of(fr, nfr, &skip);
+	if (!site || skip)
+		goto out;
+	struct sblk *b = stab_find(a);
+	if (b) { /* its free was not seen (freed behind our back) */
+		stab_delete(b);
+		atomic_fetch_sub(&n_small, 1);
+	}
+	if ((stab_n + 1) * 2 > stab_cap && stab_grow())
+		goto out;
+	size_t i = stab_hash(a, stab_cap);
+	while (stab[i].addr)
+		i = (i + 1) & (stab_cap - 1);
+	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = nkp_now(), .tid = nkp_tid(),
+			   .kind = kind };
+	stab[i] = nb;
+	stab_n++;
+	atomic_fetch_add(&n_small, 1);
+	small_allocs++;
+	struct nk__nkp_block e = { .addr = a, .time_ns = nb.time_ns, .size = nb.size, .site = site, .tid = nb.tid,
+				   .kind = (uint16_t)kind };
+	sbuf_put(&e);
+	arm = nkp_heap_cover(a & ~(ps - 1), (a + n + ps - 1) & ~(ps - 1), &nlo, &nhi) && nlo < nhi &&
+	      nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_new_block;
+out:
+	pthread_mutex_unlock(&nkp_blk_lock);
+	nkp_leave();
+	if (arm) /* the new pages, like a new block: their first touch may be sampled */
+		nkp_pf_new_block(nlo, nhi - nlo);
+}
+
+/* free()/realloc() of @p p: 1 when it was a recorded small block (now forgotten). */
+void nkp_maybe_small_free(void *p)
+{
+	if (!p || !nkp.active || !atomic_load_explicit(&n_small, memory_order_relaxed) || nkp_busy())
+		return;
+	nkp_enter();
+	pthread_mutex_lock(&nkp_blk_lock);
+	small_free_locked((uintptr_t)p);
+	pthread_mutex_unlock(&nkp_blk_lock);
+	nkp_leave();
+}
+
+int nkp_want_small(size_t n)
+{
+	return nkp.small_blocks && n && n < nkp.min_size && n <= UINT32_MAX && nkp.active && !nkp_busy();
+}
+
+void nkp_alloc_flush(int from_signal)
+{
+	if (!nkp.active)
+		return;
+	if (from_signal) {
+		if (pthread_mutex_trylock(&nkp_blk_lock))
+			return;
+	} else {
+		pthread_mutex_lock(&nkp_blk_lock);
+	}
+	sbuf_flush_locked();
+	pthread_mutex_unlock(&nkp_blk_lock);
+}
+
+/* AS-safe (END may be written from a fatal signal's handler): no stdio. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char d[24];
+	int k = 0;
+	do
+		d[k++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (k)
+		*p++ = d[--k];
+	return p;
+}
+
+size_t nkp_alloc_end_json(char *buf, size_t cap)
+{
+	static const char *const key[] = { "\"small_blocks\": {\"allocs\": ", ", \"frees\": ", ", \"live\": ",
+					   ", \"lost\": " };
+	const uint64_t v[] = { small_allocs, small_frees, stab_n, small_lost };
+	if (cap < 160)
+		return 0;
+	char *p = buf;
+	for (size_t i = 0; i < 4; i++) {
+		size_t l = strlen(key[i]);
+		memcpy(p, key[i], l);
+		p = put_u64(p + l, v[i]);
+	}
+	*p++ = '}';
+	return (size_t)(p - buf);
+}
+
+
+/* ---------------------------------------------------------------- fork */
+
+void nkp_blocks_fork_child(void)
+{
+	sbuf_n = 0; /* the parent's events: its own part gets them */
+	small_allocs = small_frees = small_lost = 0;
+}
+
+void nkp_blocks_replay_locked(void)
+{
+	for (size_t i = 0; i < stab_cap; i++) { /* the live small blocks, born at time 0 of this part */
+		const struct sblk *b = &stab[i];
+		if (!b->addr)
+			continue;
+		for (size_t j = 0; j < SITE_CAP; j++)
+			if (nkp_sites[j].id == b->site && !nkp_sites[j].written) {
+				struct nk__nkp_site r = { .id = nkp_sites[j].id, .depth = nkp_sites[j].depth };
+				if (!nkp_record(NK__NKP_SITE, &r, sizeof r, nkp_sites[j].ip,
+						nkp_sites[j].depth * sizeof nkp_sites[j].ip[0]))
+					nkp_sites[j].written = 1;
+				break;
+			}
+		struct nk__nkp_block e = { .addr = b->addr, .size = b->size, .site = b->site, .tid = b->tid,
+					   .kind = (uint16_t)b->kind };
+		sbuf_put(&e);
+	}
+	sbuf_flush_locked();
+}
