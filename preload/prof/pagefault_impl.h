@@ -150,4 +150,13 @@ PF_HIDDEN int pf_excluded(uintptr_t s, uintptr_t e);
 PF_HIDDEN int pf_forgotten(uint64_t since, uint64_t tsince, uintptr_t s, uintptr_t e);
 PF_HIDDEN int pf_is_own(uintptr_t s, uintptr_t e);
 
+/* pf_sampler.c, shared with the unit test (tests/prof/pf_unit.c links these objects with test doubles of
+ * the runtime): the sampler's run flag and cost cap, revoking a run of pages, giving back expired pages,
+ * emitting parked first touches. */
+extern PF_HIDDEN atomic_int pf_running;
+extern PF_HIDDEN double PF_MAX_OVERHEAD; /* the cost cap (NK_PROF_MAX_OVERHEAD), a variable despite its name */
+PF_HIDDEN unsigned pf_expire(uint64_t before);
+PF_HIDDEN unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now);
+PF_HIDDEN void pf_flush_pending(void);
+
 #endif

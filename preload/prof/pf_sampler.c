@@ -6,8 +6,8 @@
 #include "pagefault_impl.h"
 
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
-static double PF_MAX_OVERHEAD = PF_MAX_OVERHEAD_DEFAULT;
-static atomic_int pf_running;       /* the sampler thread should go on */
+double PF_MAX_OVERHEAD = PF_MAX_OVERHEAD_DEFAULT;
+atomic_int pf_running;              /* the sampler thread should go on */
 static atomic_int pf_over;           /* the last round cost too much: new blocks get no members */
 
 /* The members (pf_mem, pf_n_mem: pagefault_impl.h).  Under pf_lock. */
@@ -30,7 +30,7 @@ static uint64_t pf_rng;
  * Under pf_lock: revoke [start, start + n pages) whose nodes are @p status (move_pages status, <0 not
  * present).  All or nothing.  Returns pages armed.
  */
-static unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now)
+unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t random, uint64_t now)
 {
 	int slots[PF_GROUP];
 	uintptr_t end = start + ((uintptr_t)n << pf_shift);
@@ -189,7 +189,7 @@ void nkp_pf_new_block(uintptr_t addr, size_t len)
 /* ------------------------------------------------------------ the sampler thread */
 
 /* Emit the parked first-touch samples with the node their page got.  Sampler thread (or stop). */
-static void pf_flush_pending(void)
+void pf_flush_pending(void)
 {
 	void *pages[64];
 	int status[64];
@@ -225,7 +225,7 @@ static void pf_flush_pending(void)
 }
 
 /* Give back pages armed before @p before (all when UINT64_MAX).  Returns how many. */
-static unsigned pf_expire(uint64_t before)
+unsigned pf_expire(uint64_t before)
 {
 	unsigned n = 0;
 

@@ -1,6 +1,6 @@
 # Pagefault sampler (preload/prof/pagefault.c, io.c): included by
 # tests/prof/CMakeLists.txt.  pf_prog scenarios run under the runtime at a
-# high rate, checked by pf_check.py; pf_unit compiles pagefault.c and pf_*.c with test
+# high rate, checked by pf_check.py; pf_unit links the sampler's objects with test
 # doubles of the runtime (revoked-page table, fault path, I/O holds, forgets,
 # the sampler thread).
 add_executable(pf_prog pf_prog.c)
@@ -14,10 +14,10 @@ foreach(s IN ITEMS io write threads fork altstack churn segv)
   set_tests_properties(unit.prof.pf.${s} PROPERTIES LABELS unit TIMEOUT 60)
 endforeach()
 
-# pf_unit.c still #includes pagefault.c, pf_table.c, pf_fault.c and pf_sampler.c (one translation unit, not
-# compiled again here): it tests their internals (the revoked-page table, the fault path) with test doubles of
-# the runtime.  The fault helpers come from the shared archive.
-add_executable(pf_unit pf_unit.c)
+# pf_unit.c tests the sampler's internals (the revoked-page table, the fault path; pagefault_impl.h) with test
+# doubles of the rest of the runtime, linking the sampler's objects as the runtime does (compiled once).  The
+# fault helpers come from the shared archive.
+add_executable(pf_unit pf_unit.c $<TARGET_OBJECTS:numakit_prof_pf_obj>)
 target_compile_definitions(pf_unit PRIVATE _GNU_SOURCE NK_BUILDING_LIBRARY NK_PROF_RUNTIME)
 target_include_directories(pf_unit PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/preload/prof)

@@ -1,14 +1,11 @@
 /*
- * Unit test of preload/prof/pagefault.c and its pf_*.c, compiled here with test doubles of
+ * Unit test of preload/prof/pagefault.c and its pf_*.c, linked here with test doubles of
  * the runtime (nkp_emit records into an array, the "tracked" memory is one
  * test region): the revoked-page table, the fault path (read/write kind,
  * ip, nodes, first touch resolved later), I/O holds, forgets, and the
  * sampler thread under concurrent access and I/O.  Exit 0 on success.
  */
-#include "../../preload/prof/pagefault.c"
-#include "../../preload/prof/pf_table.c"
-#include "../../preload/prof/pf_fault.c"
-#include "../../preload/prof/pf_sampler.c"
+#include "pagefault_impl.h" /* the sampler's internals; its objects are linked (tests/prof/pf.cmake) */
 
 #include <fcntl.h>
 #include <stdio.h>
