@@ -50,6 +50,11 @@ int nk__os_read_file(const char *root, const char *path, char **out)
 	return nk__os_read_whole(full, NK__OS_MAX_FILE, out, &len, NULL);
 }
 
+int nk__os_open_read(const char *path)
+{
+	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+}
+
 int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno)
 {
 	char *buf = NULL;

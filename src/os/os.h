@@ -34,6 +34,13 @@ int nk__os_read_file(const char *root, const char *path, char **out);
 int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno);
 
 /**
+ * Open @p path read-only for a reader that needs a descriptor (libelf maps ELF and debug files itself):
+ * close-on-exec, never a controlling terminal, never blocking on a FIFO.  Returns the descriptor, or -1
+ * with errno set.  The caller closes it.
+ */
+int nk__os_open_read(const char *path);
+
+/**
  * Replace @p path atomically with @p len bytes: write a sibling temporary
  * file (mode 0666 less the umask), fsync, rename over.  A failure leaves the
  * old file intact and no temporary behind.  Returns 0 or NK_EIO/NK_ENOMEM;

@@ -43,6 +43,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "os/os.h"
 #include "profile/symbols.h"
 #include "util/cmp.h"
 #include "util/error.h"
@@ -553,7 +554,7 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 			OWARN("%s: shorter than when the profile was taken (changed since)", o->path);
 			return;
 		}
-	o->fd = open(o->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	o->fd = nk__os_open_read(o->path);
 	if (o->fd < 0) {
 		OWARN("%s: %s", o->path, strerror(errno));
 		return;
@@ -843,7 +844,7 @@ static void open_debug_file(struct sobj *o)
 	for (ssize_t i = 1; i < len; i++)
 		k += snprintf(path + k, sizeof path - (size_t)k, "%02x", b[i]);
 	snprintf(path + k, sizeof path - (size_t)k, ".debug");
-	o->dbg_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	o->dbg_fd = nk__os_open_read(path);
 	if (o->dbg_fd < 0)
 		return;
 	o->dbg_elf = elf_begin(o->dbg_fd, ELF_C_READ_MMAP, NULL);
