@@ -495,8 +495,11 @@ static void mode_fallback(void)
 	 * and move_pages reports it as never touched: nk_apply counts it in
 	 * pages_untouched and it stays on the target.  Seen once in this test
 	 * (3 pages of 22815); so node 1 holds in_place + moved, plus at most the
-	 * pages reported untouched. */
-	CHECK(after[ti] >= res.pages_in_place + res.pages_moved &&
+	 * pages reported untouched.  The same holds for the query here: a page
+	 * caught in migration by it reads as untouched (CI of ee27d70: node 3 held
+	 * 49486 pages for 49487 placed), so those count for the target too. */
+	size_t in_migration = after[nk_machine_num_nodes(M)];
+	CHECK(after[ti] + in_migration >= res.pages_in_place + res.pages_moved &&
 		      after[ti] <= res.pages_in_place + res.pages_moved + res.pages_untouched,
 	      "node %d holds %zu pages, result says %zu in place + moved (+ %zu untouched)", target, after[ti],
 	      res.pages_in_place + res.pages_moved, res.pages_untouched);
