@@ -34,7 +34,7 @@ static void check_profile(const uint8_t *data, size_t size)
 		return;
 	}
 	uint64_t n = 0;
-	if (!p->run_json || p->version != NK__NKP_VERSION)
+	if (!p->run_json || (p->version != NK__NKP_VERSION && p->version != NK__NKP_VERSION_RUNS))
 		abort();
 	for (size_t i = 0; i < p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &p->procs[i];
