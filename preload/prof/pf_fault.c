@@ -253,15 +253,12 @@ void nkp_pf_prepare_io(const void *addr, size_t len)
 	pf_release_range(s, s + len < s ? UINTPTR_MAX : s + len, 1, NK__ACC_UNKNOWN);
 }
 
-/* A hold on [start, end) (the sampler revokes nothing there until nkp_pf_io_end), then our pages there given
- * back: as I/O samples when @p io.  The token, or -1. */
-static int pf_hold_span(uintptr_t start, uintptr_t end, int io, int access)
+/* A hold on [start, end): the sampler revokes nothing there until nkp_pf_io_end.  The token (PF_HOLDS when
+ * the table is full: then nothing is revoked anywhere), or -1.  AS-safe. */
+static int pf_hold_claim(uintptr_t start, uintptr_t end)
 {
-	int token = -1;
-
 	if (end <= start || !atomic_load_explicit(&pf_started, memory_order_acquire))
 		return -1;
-	start &= ~(pf_ps - 1);
 	for (unsigned i = 0; i < PF_HOLDS; i++) {
 		unsigned j = (unsigned)(start >> pf_shift) + i;
 		j &= PF_HOLDS - 1;
@@ -269,14 +266,21 @@ static int pf_hold_span(uintptr_t start, uintptr_t end, int io, int access)
 		if (atomic_compare_exchange_strong_explicit(&pf_hold[j].start, &z, start, memory_order_seq_cst,
 							    memory_order_relaxed)) {
 			atomic_store_explicit(&pf_hold[j].end, end, memory_order_seq_cst);
-			token = (int)j;
-			break;
+			return (int)j;
 		}
 	}
-	if (token < 0) {
-		atomic_fetch_add_explicit(&pf_hold_overflow, 1, memory_order_seq_cst);
-		token = (int)PF_HOLDS;
-	}
+	atomic_fetch_add_explicit(&pf_hold_overflow, 1, memory_order_seq_cst);
+	return (int)PF_HOLDS;
+}
+
+/* A hold on [start, end) (the sampler revokes nothing there until nkp_pf_io_end), then our pages there given
+ * back: as I/O samples when @p io.  The token, or -1. */
+static int pf_hold_span(uintptr_t start, uintptr_t end, int io, int access)
+{
+	start &= ~(pf_ps - 1);
+	int token = pf_hold_claim(start, end);
+	if (token < 0)
+		return -1;
 	/* The hold is visible (seq_cst) before we look for ARMING/ARMED keys: see the header comment. */
 	pf_release_range(start, end, io, (uint8_t)access);
 	return token;
@@ -290,6 +294,24 @@ int nkp_pf_io_begin(uintptr_t start, uintptr_t end, int access)
 int nkp_pf_hold(uintptr_t start, uintptr_t end)
 {
 	return pf_hold_span(start, end, 0, NK__ACC_UNKNOWN);
+}
+
+int nkp_pf_hold_all(int give_back)
+{
+	if (!atomic_load_explicit(&pf_started, memory_order_acquire))
+		return -1;
+	if (give_back)
+		return pf_hold_span(pf_ps, UINTPTR_MAX, 0, NK__ACC_UNKNOWN);
+	/* The hold without pf_release_range over everything (thousands of mprotects).  Every revocation runs
+	 * under pf_lock and looks at the holds after publishing its keys: once we have had the lock, the runs
+	 * that missed this hold are over (their pages ARMED: a touch faults and gives them back), and the later
+	 * ones see it. */
+	int token = pf_hold_claim(pf_ps, UINTPTR_MAX);
+	if (token < 0)
+		return -1;
+	pthread_mutex_lock(&pf_lock);
+	pthread_mutex_unlock(&pf_lock);
+	return token;
 }
 
 void nkp_pf_io_end(int token)

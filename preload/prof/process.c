@@ -54,6 +54,35 @@ static void *thread_tramp(void *a)
 	return t.fn(t.arg);
 }
 
+/*
+ * glibc's pthread_create blocks every signal before it reads the attribute and the cpu set and signal mask
+ * the attribute points to (malloc'd by pthread_attr_setaffinity_np, often on a heap page beside the
+ * program's small blocks): a revoked page there cannot fault into the sampler's handler and kills the
+ * process.  Hold the pagefault sampler, then touch that memory here, where faults are handled: it stays
+ * accessible until the hold ends.  The token, or -1.
+ */
+static int hold_for_create(pthread_t *th, const pthread_attr_t *attr)
+{
+	if (nkp.sampler != NK__SAMPLER_PAGEFAULT || !nkp_pf_hold_all)
+		return -1;
+	int token = nkp_pf_hold_all(0);
+	if (token < 0)
+		return -1;
+	(void)*(volatile pthread_t *)th;
+	if (attr) {
+		const volatile unsigned char *a = (const volatile unsigned char *)attr;
+		(void)a[0];
+		(void)a[sizeof *attr - 1];
+		unsigned char set[1024]; /* reads all of the attribute's set, whatever its size (EINVAL when larger) */
+		(void)pthread_attr_getaffinity_np(attr, sizeof set, (cpu_set_t *)(void *)set);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 32)
+		sigset_t mask;
+		(void)pthread_attr_getsigmask_np(attr, &mask);
+#endif
+	}
+	return token;
+}
+
 NKP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	REAL(pthread_create_fn, pthread_create);
@@ -69,7 +98,10 @@ NKP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	t->fn = fn;
 	t->arg = arg;
 	t->index = atomic_fetch_add(&nkp_thread_index, 1) + 1;
+	int hold = hold_for_create(th, attr);
 	int rc = real_pthread_create(th, attr, thread_tramp, t);
+	if (hold >= 0)
+		nkp_pf_io_end(hold);
 	if (rc) {
 		nkp_enter();
 		free(t);
@@ -278,7 +310,13 @@ static int do_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn
 		return ENOSYS;
 	char *room[nkp.active ? env_count(envp) + n_keep_env + 1 : 1];
 	char **env2 = nkp.active ? env_with_ours(envp, room) : NULL;
-	return fn(pid, path, fa, at, argv, env2 ? env2 : envp);
+	/* The child reads the path, arguments, environment and file actions with every signal blocked (see
+	 * hold_for_create), from memory we cannot all name: every page given back until it has exec'd. */
+	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int rc = fn(pid, path, fa, at, argv, env2 ? env2 : envp);
+	if (hold >= 0)
+		nkp_pf_io_end(hold);
+	return rc;
 }
 
 NKP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

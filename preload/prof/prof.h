@@ -229,6 +229,16 @@ void nkp_pf_io_end(int token);
  * revoked page, and the nodes cached for the members there would go stale.  Returns the token.  AS-safe.
  */
 int nkp_pf_hold(uintptr_t start, uintptr_t end);
+/**
+ * process.c, around glibc calls that read the program's memory with every signal blocked (pthread_create
+ * reads the attribute and the cpu set and signal mask it points to; a posix_spawn child reads its
+ * arguments, environment and file actions): a fault there cannot be handled and kills the process.  Revoke
+ * nothing anywhere until nkp_pf_io_end(token), and return once no revocation is in flight, so that memory
+ * the caller touches now stays accessible for the call.  With @p give_back, also give back every page
+ * revoked now (for calls whose memory the caller cannot name).  Returns the token (-1: nothing to end).
+ * Not AS-safe (waits for the sampler's lock).
+ */
+int nkp_pf_hold_all(int give_back);
 /** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
 void nkp_pf_exclude(uintptr_t start, uintptr_t end);
 /**

@@ -31,6 +31,7 @@
 #pragma weak nkp_pf_after_fork
 #pragma weak nkp_pf_moved
 #pragma weak nkp_pf_hold
+#pragma weak nkp_pf_hold_all
 #pragma weak nkp_pf_io_end
 #pragma weak nkp_trace_start
 #pragma weak nkp_trace_stop

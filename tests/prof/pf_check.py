@@ -30,10 +30,11 @@ def check(cond, what):
         raise Fail(what)
 
 
-def run(args, d, argv, rate="20000", nparts=1):
+def run(args, d, argv, rate="20000", nparts=1, extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NK_PROF_")}
     env.update(LD_PRELOAD=args.lib, NK_PROF_DIR=d, NK_PROF_SAMPLER="pagefault", NK_PROF_RATE=rate,
                NK_PROF_SEED="12345")
+    env.update(extra or {})
     p = subprocess.run([args.prog] + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
                        universal_newlines=True)
     check(p.returncode == 0, "%s exited %d: %s" % (argv[0], p.returncode, p.stderr.strip()))
@@ -147,6 +148,21 @@ def scenario_segv(args, d):
     out, part, samples = run(args, d, ["segv"])
     check("caught" in out and int(out.split("caught ")[1].split()[0]) > 0, "program output: %r" % out)
     common(samples)
+
+
+def scenario_spawn(args, d):
+    # small blocks sampled, no overhead cap: their heap pages are revoked as often as the sampler can; the
+    # 100 children of posix_spawnp (true) are profiled too: a part each
+    out, parts = run(args, d, ["spawn"], nparts=101,
+                     extra={"NK_PROF_SMALL_BLOCKS": "1", "NK_PROF_MAX_OVERHEAD": "100"})
+    words = out.split()
+    check("threads" in words and "spawned" in words, "program output: %r" % out)
+    threads = int(words[words.index("threads") + 1])
+    check(threads >= 100, "only %d threads created" % threads)
+    check(int(words[words.index("spawned") + 1]) == 100, "program output: %r" % out)
+    part, samples = max(parts.values(), key=lambda ps: len(ps[1]))  # the program's (the children's are tiny)
+    check(any(n == "BLOCKS" for n, v in part), "no BLOCKS record: small blocks not recorded")
+    common(samples, nodes=False)
 
 
 def main():
