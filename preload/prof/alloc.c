@@ -485,9 +485,12 @@ static int excluded(const char *path)
 	return name_starts(path, skip, sizeof skip / sizeof skip[0]);
 }
 
+/* libc among them: its own blocks are stdio buffers it reads into inside the library (read(2) into a revoked
+ * page fails), pthread attributes it reads with signals blocked, strdup'd strings: pinned (blocks.c). */
 static int skip_alloc(const char *path)
 {
-	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libpthread", "libdl.", "libdl-",
+	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libc.so", "libc-", "libpthread",
+					     "libdl.", "libdl-",
 					     "libgomp", "libomp", "libiomp", "libnumakit", "libhwloc", "libjansson",
 					     "libdw", "libelf", "libgcc_s", "libz.", "libzstd", "liblzma", "libbz2" };
 	return name_starts(path, skip, sizeof skip / sizeof skip[0]);

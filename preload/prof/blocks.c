@@ -14,6 +14,8 @@
 #include "prof.h"
 
 #pragma weak nkp_pf_new_block
+#pragma weak nkp_pf_pin
+#pragma weak nkp_pf_unpin
 
 /* ---------------------------------------------------------------- small blocks (issue 19)
  *
@@ -26,14 +28,22 @@
  * to the block that holds it (a sample on malloc's own headers or on free chunks is attributed to no
  * block).  The costs per small malloc: the call stack (backtrace, as for a large block), the site lookup,
  * one event; per free of a recorded block: one set lookup and one event.  All under nkp_blk_lock.
+ *
+ * The small blocks of skipped sites (sites.c: the loader, libc, threading runtimes, numakit) are not
+ * recorded, but they share heap pages with the program's and their owners use them where a revoked page
+ * cannot fault into the sampler: libc reads into stdio buffers with read(2) inside the library (EFAULT),
+ * pthread_create reads the attribute's cpu set with every signal blocked (the process dies), the kernel
+ * reads futex words.  They enter the set too, flagged SBLK_PINNED, without events: their pages are pinned
+ * (nkp_pf_pin: never revoked) from their malloc to their free.
  */
 
 struct sblk {
 	uintptr_t addr; /* 0 empty */
 	uint32_t size, site;
 	uint64_t time_ns;
-	uint32_t tid, kind;
+	uint32_t tid, kind; /* kind: NK__ALLOC_*, | SBLK_PINNED for a skipped site's block */
 };
+#define SBLK_PINNED 0x80000000u
 static struct sblk *stab;
 static size_t stab_cap, stab_n, stab_bytes;
 static atomic_size_t n_small; /* live recorded small blocks: a fast "nothing to look up" for free() */
@@ -41,6 +51,8 @@ static atomic_size_t n_small; /* live recorded small blocks: a fast "nothing to 
 static struct nk__nkp_block sbuf[SBUF_CAP];
 static size_t sbuf_n;
 static uint64_t small_allocs, small_frees, small_lost; /* END counters */
+static uint64_t pinned_allocs;                         /* END counter: skipped sites' blocks pinned */
+static size_t pinned_live;                             /* set entries that are pinned blocks */
 
 static size_t stab_hash(uintptr_t a, size_t cap)
 {
@@ -113,44 +125,86 @@ static void stab_delete(struct sblk *b)
 	}
 }
 
-/* Forget the recorded small block at @p a (a FREE event), if it is one.  nkp_blk_lock held. */
-static void small_free_locked(uintptr_t a)
+/* Forget the small block at @p a, if it is in the set: a FREE event for a recorded one; for a pinned one, its
+ * size (the caller unpins its pages), else 0.  nkp_blk_lock held. */
+static size_t small_free_locked(uintptr_t a)
 {
 	struct sblk *b = stab_find(a);
+	size_t pinned = 0;
 	if (!b)
-		return;
-	struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
-	sbuf_put(&e);
+		return 0;
+	if (b->kind & SBLK_PINNED) {
+		pinned = b->size;
+		pinned_live--;
+	} else {
+		struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
+		sbuf_put(&e);
+		small_frees++;
+	}
 	stab_delete(b);
-	small_frees++;
 	atomic_fetch_sub(&n_small, 1);
+	return pinned;
+}
+
+/* Insert a block into the set (its stale entry, a free not seen, dropped first).  nkp_blk_lock held.  -1 when
+ * the set cannot grow; *unpin: the size of a stale pinned entry at the same address (its pages to unpin). */
+static int stab_put(const struct sblk *nb, size_t *unpin)
+{
+	struct sblk *b = stab_find(nb->addr);
+	*unpin = 0;
+	if (b) { /* its free was not seen (freed behind our back) */
+		if (b->kind & SBLK_PINNED) {
+			*unpin = b->size;
+			pinned_live--;
+		}
+		stab_delete(b);
+		atomic_fetch_sub(&n_small, 1);
+	}
+	if ((stab_n + 1) * 2 > stab_cap && stab_grow())
+		return -1;
+	size_t i = stab_hash(nb->addr, stab_cap);
+	while (stab[i].addr)
+		i = (i + 1) & (stab_cap - 1);
+	stab[i] = *nb;
+	stab_n++;
+	atomic_fetch_add(&n_small, 1);
+	return 0;
+}
+
+static void pin_span(uintptr_t a, size_t n, int pin)
+{
+	if (!n || nkp.sampler != NK__SAMPLER_PAGEFAULT)
+		return;
+	if (pin && nkp_pf_pin)
+		nkp_pf_pin(a, a + n);
+	else if (!pin && nkp_pf_unpin)
+		nkp_pf_unpin(a, a + n);
 }
 
 void nkp_small_here(void *p, size_t n, uint32_t kind)
 {
 	STACK(fr, nfr);
 	uintptr_t a = (uintptr_t)p, ps = (uintptr_t)nkp.page_size, nlo = 0, nhi = 0;
-	int skip = 0, arm = 0;
+	int skip = 0, arm = 0, pin = 0;
+	size_t unpin = 0;
 	nkp_enter();
 	pthread_mutex_lock(&nkp_blk_lock);
 	uint32_t site = nkp_site_of(fr, nfr, &skip);
-	if (!site || skip)
+	if (!site)
 		goto out;
-	struct sblk *b = stab_find(a);
-	if (b) { /* its free was not seen (freed behind our back) */
-		stab_delete(b);
-		atomic_fetch_sub(&n_small, 1);
-	}
-	if ((stab_n + 1) * 2 > stab_cap && stab_grow())
-		goto out;
-	size_t i = stab_hash(a, stab_cap);
-	while (stab[i].addr)
-		i = (i + 1) & (stab_cap - 1);
 	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = nkp_now(), .tid = nkp_tid(),
 			   .kind = kind };
-	stab[i] = nb;
-	stab_n++;
-	atomic_fetch_add(&n_small, 1);
+	if (skip) { /* someone else's block: pinned, not recorded */
+		nb.kind |= SBLK_PINNED;
+		if (stab_put(&nb, &unpin) == 0) {
+			pinned_live++;
+			pinned_allocs++;
+			pin = 1;
+		}
+		goto out;
+	}
+	if (stab_put(&nb, &unpin))
+		goto out;
 	small_allocs++;
 	struct nk__nkp_block e = { .addr = a, .time_ns = nb.time_ns, .size = nb.size, .site = site, .tid = nb.tid,
 				   .kind = (uint16_t)kind };
@@ -160,6 +214,9 @@ void nkp_small_here(void *p, size_t n, uint32_t kind)
 out:
 	pthread_mutex_unlock(&nkp_blk_lock);
 	nkp_leave();
+	pin_span(a, unpin, 0);
+	if (pin)
+		pin_span(a, n, 1);
 	if (arm) /* the new pages, like a new block: their first touch may be sampled */
 		nkp_pf_new_block(nlo, nhi - nlo);
 }
@@ -171,9 +228,10 @@ void nkp_maybe_small_free(void *p)
 		return;
 	nkp_enter();
 	pthread_mutex_lock(&nkp_blk_lock);
-	small_free_locked((uintptr_t)p);
+	size_t unpin = small_free_locked((uintptr_t)p);
 	pthread_mutex_unlock(&nkp_blk_lock);
 	nkp_leave();
+	pin_span((uintptr_t)p, unpin, 0);
 }
 
 int nkp_want_small(size_t n)
@@ -211,12 +269,12 @@ static char *put_u64(char *p, uint64_t v)
 size_t nkp_alloc_end_json(char *buf, size_t cap)
 {
 	static const char *const key[] = { "\"small_blocks\": {\"allocs\": ", ", \"frees\": ", ", \"live\": ",
-					   ", \"lost\": " };
-	const uint64_t v[] = { small_allocs, small_frees, stab_n, small_lost };
-	if (cap < 160)
+					   ", \"lost\": ", ", \"pinned\": " };
+	const uint64_t v[] = { small_allocs, small_frees, stab_n - pinned_live, small_lost, pinned_allocs };
+	if (cap < 200)
 		return 0;
 	char *p = buf;
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		size_t l = strlen(key[i]);
 		memcpy(p, key[i], l);
 		p = put_u64(p + l, v[i]);
@@ -231,14 +289,14 @@ size_t nkp_alloc_end_json(char *buf, size_t cap)
 void nkp_blocks_fork_child(void)
 {
 	sbuf_n = 0; /* the parent's events: its own part gets them */
-	small_allocs = small_frees = small_lost = 0;
+	small_allocs = small_frees = small_lost = pinned_allocs = 0;
 }
 
 void nkp_blocks_replay_locked(void)
 {
 	for (size_t i = 0; i < stab_cap; i++) { /* the live small blocks, born at time 0 of this part */
 		const struct sblk *b = &stab[i];
-		if (!b->addr)
+		if (!b->addr || (b->kind & SBLK_PINNED))
 			continue;
 		for (size_t j = 0; j < SITE_CAP; j++)
 			if (nkp_sites[j].id == b->site && !nkp_sites[j].written) {

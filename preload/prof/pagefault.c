@@ -115,7 +115,10 @@
  *    known.  alloc.c must not track memory that is not plain RW
  *    anonymous/heap memory: we give back PROT_READ|PROT_WRITE.
  *  - A fault inside a signal handler that interrupted our own handler on
- *    the same thread (SIGSEGV is blocked there) kills the process.
+ *    the same thread (SIGSEGV is blocked there) kills the process.  The
+ *    program's own blocking of SIGSEGV is emulated (signal.c), glibc's
+ *    (pthread_create, posix_spawn & co.) held off (process.c), the pages of
+ *    libc's and the runtimes' own small blocks pinned (blocks.c).
  *  - At vm.max_map_count, mprotect(RW) of one page can fail (ENOMEM); the
  *    fault is then passed on as foreign.
  *  - Revoking pages that are not populated yet (members of new blocks, or

@@ -344,10 +344,98 @@ int pf_held(uintptr_t s, uintptr_t e)
 	return 0;
 }
 
-/* 1 when [s, e) intersects an excluded range (or we cannot tell). */
+/*
+ * Pinned pages: those holding live blocks of the threading runtimes, the loader, libc itself (stdio buffers
+ * it reads into with read(2) inside the library, attributes pthread_create reads with signals blocked) and
+ * the like, which share heap pages with the program's small blocks (blocks.c pins them).  A count per page
+ * (several blocks per page), open addressing over PF_PIN_PROBE slots; keys are never cleared (a probe chain
+ * never breaks), a slot whose count fell to 0 is reused.  Changed under pf_pin_lock; read without a lock.
+ */
+#define PF_PIN_SLOTS 16384u
+#define PF_PIN_PROBE 64u
+static struct {
+	_Atomic uintptr_t page;
+	atomic_uint count;
+} pf_pin[PF_PIN_SLOTS];
+static pthread_mutex_t pf_pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int pf_pin_full; /* a page found no slot: the sampler stops revoking (as pf_excl_full) */
+
+static int pf_pin_find(uintptr_t page)
+{
+	unsigned h = pf_hash(page) & (PF_PIN_SLOTS - 1);
+	for (unsigned i = 0; i < PF_PIN_PROBE; i++) {
+		unsigned j = (h + i) & (PF_PIN_SLOTS - 1);
+		uintptr_t k = atomic_load_explicit(&pf_pin[j].page, memory_order_seq_cst);
+		if (!k)
+			return -1;
+		if (k == page)
+			return (int)j;
+	}
+	return -1;
+}
+
+static int pf_pinned(uintptr_t s, uintptr_t e)
+{
+	if (atomic_load_explicit(&pf_pin_full, memory_order_seq_cst))
+		return 1;
+	for (uintptr_t page = s & ~(pf_ps - 1); page < e; page += pf_ps) {
+		int j = pf_pin_find(page);
+		if (j >= 0 && atomic_load_explicit(&pf_pin[j].count, memory_order_seq_cst))
+			return 1;
+	}
+	return 0;
+}
+
+void nkp_pf_pin(uintptr_t start, uintptr_t end)
+{
+	if (end <= start || !pf_ps)
+		return;
+	start &= ~(pf_ps - 1);
+	pthread_mutex_lock(&pf_pin_lock);
+	for (uintptr_t page = start; page < end && page >= start; page += pf_ps) {
+		int j = pf_pin_find(page);
+		if (j < 0) {
+			unsigned h = pf_hash(page) & (PF_PIN_SLOTS - 1);
+			for (unsigned i = 0; i < PF_PIN_PROBE && j < 0; i++) {
+				unsigned x = (h + i) & (PF_PIN_SLOTS - 1);
+				if (!atomic_load_explicit(&pf_pin[x].page, memory_order_relaxed) ||
+				    !atomic_load_explicit(&pf_pin[x].count, memory_order_relaxed))
+					j = (int)x;
+			}
+			if (j < 0) {
+				atomic_store_explicit(&pf_pin_full, 1, memory_order_seq_cst);
+				continue;
+			}
+			atomic_store_explicit(&pf_pin[j].page, page, memory_order_seq_cst);
+		}
+		atomic_fetch_add_explicit(&pf_pin[j].count, 1, memory_order_seq_cst);
+	}
+	pthread_mutex_unlock(&pf_pin_lock);
+	/* The pins are visible (seq_cst) before we look for keys: a revocation that missed them is given back. */
+	if (atomic_load_explicit(&pf_started, memory_order_acquire))
+		pf_release_range(start, end, 0, NK__ACC_UNKNOWN);
+}
+
+void nkp_pf_unpin(uintptr_t start, uintptr_t end)
+{
+	if (end <= start || !pf_ps)
+		return;
+	start &= ~(pf_ps - 1);
+	pthread_mutex_lock(&pf_pin_lock);
+	for (uintptr_t page = start; page < end && page >= start; page += pf_ps) {
+		int j = pf_pin_find(page);
+		if (j >= 0 && atomic_load_explicit(&pf_pin[j].count, memory_order_relaxed))
+			atomic_fetch_sub_explicit(&pf_pin[j].count, 1, memory_order_seq_cst);
+	}
+	pthread_mutex_unlock(&pf_pin_lock);
+}
+
+/* 1 when [s, e) intersects an excluded range or a pinned page (or we cannot tell). */
 int pf_excluded(uintptr_t s, uintptr_t e)
 {
 	if (atomic_load_explicit(&pf_excl_full, memory_order_seq_cst))
+		return 1;
+	if (pf_pinned(s, e))
 		return 1;
 	unsigned n = atomic_load_explicit(&pf_n_excl, memory_order_seq_cst);
 	for (unsigned i = 0; i < n && i < PF_EXCL; i++) {

@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -35,11 +36,13 @@ struct tstart {
 	void *(*fn)(void *);
 	void *arg;
 	uint32_t index;
+	int segv_view; /* the creator's view of SIGSEGV in its mask, which the new thread inherits */
 };
 
 static void *thread_tramp(void *a)
 {
 	struct tstart t = *(struct tstart *)a;
+	nkp_segv_view = t.segv_view;
 	nkp_enter();
 	free(a);
 	nkp_leave();
@@ -98,6 +101,7 @@ NKP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	t->fn = fn;
 	t->arg = arg;
 	t->index = atomic_fetch_add(&nkp_thread_index, 1) + 1;
+	t->segv_view = nkp_segv_view;
 	int hold = hold_for_create(th, attr);
 	int rc = real_pthread_create(th, attr, thread_tramp, t);
 	if (hold >= 0)
@@ -331,6 +335,38 @@ NKP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file
 {
 	REAL(spawn_fn, posix_spawnp);
 	return do_spawn(real_posix_spawnp, pid, file, fa, at, argv, envp);
+}
+
+/* system() and popen() spawn through glibc's internal posix_spawn, which the interposers above do not see:
+ * the same hold around them (system's lasts until the command has run: no page is revoked meanwhile). */
+NKP_EXPORT int system(const char *cmd)
+{
+	typedef int (*system_fn)(const char *);
+	REAL(system_fn, system);
+	if (!real_system)
+		return -1;
+	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int rc = real_system(cmd);
+	if (hold >= 0)
+		nkp_pf_io_end(hold);
+	return rc;
+}
+
+NKP_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	typedef FILE *(*popen_fn)(const char *, const char *);
+	REAL(popen_fn, popen);
+	if (!real_popen) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	FILE *f = real_popen(cmd, mode);
+	int e = errno;
+	if (hold >= 0)
+		nkp_pf_io_end(hold);
+	errno = e;
+	return f;
 }
 
 /* ---------------------------------------------------------------- exit */

@@ -239,6 +239,12 @@ int nkp_pf_hold(uintptr_t start, uintptr_t end);
  * Not AS-safe (waits for the sampler's lock).
  */
 int nkp_pf_hold_all(int give_back);
+/**
+ * blocks.c: a live block of someone else's (the loader, libc, threading runtimes) on [start, end): revoke
+ * none of its pages until nkp_pf_unpin of the same span (counted per page); gives back ours there.
+ */
+void nkp_pf_pin(uintptr_t start, uintptr_t end);
+void nkp_pf_unpin(uintptr_t start, uintptr_t end);
 /** io.c: never revoke pages of [start, end) again (a stack, a stdio buffer); gives back ours there.  AS-safe. */
 void nkp_pf_exclude(uintptr_t start, uintptr_t end);
 /**

@@ -107,6 +107,9 @@ NKP_HIDDEN void nkp_flusher_stop(void);
 
 /* ---- signal.c: the fatal signals, the dispatcher, the sigaction/signal interposers ---- */
 NKP_HIDDEN void nkp_signals_install(void);
+/** The program's view of SIGSEGV in this thread's signal mask (1: blocked), which the runtime keeps unblocked
+ * while the pagefault sampler runs; a thread starts with its creator's (process.c). */
+extern TLS NKP_HIDDEN int nkp_segv_view;
 /** In the child after fork: the signal table's lock again. */
 NKP_HIDDEN void nkp_signals_after_fork(void);
 

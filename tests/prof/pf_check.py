@@ -152,16 +152,34 @@ def scenario_segv(args, d):
 
 def scenario_spawn(args, d):
     # small blocks sampled, no overhead cap: their heap pages are revoked as often as the sampler can; the
-    # 100 children of posix_spawnp (true) are profiled too: a part each
-    out, parts = run(args, d, ["spawn"], nparts=101,
+    # 100 children of posix_spawnp (true) and the 20 of system() and popen() (sh) are profiled too: a part each
+    out, parts = run(args, d, ["spawn"], nparts=121,
                      extra={"NK_PROF_SMALL_BLOCKS": "1", "NK_PROF_MAX_OVERHEAD": "100"})
     words = out.split()
     check("threads" in words and "spawned" in words, "program output: %r" % out)
     threads = int(words[words.index("threads") + 1])
     check(threads >= 100, "only %d threads created" % threads)
-    check(int(words[words.index("spawned") + 1]) == 100, "program output: %r" % out)
+    check(int(words[words.index("spawned") + 1]) == 120, "program output: %r" % out)
     part, samples = max(parts.values(), key=lambda ps: len(ps[1]))  # the program's (the children's are tiny)
     check(any(n == "BLOCKS" for n, v in part), "no BLOCKS record: small blocks not recorded")
+    common(samples, nodes=False)
+
+
+def scenario_masked(args, d):
+    # the forked child dies by SIGSEGV on purpose: its part ends "signal", the parent's is complete
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NK_PROF_")}
+    env.update(LD_PRELOAD=args.lib, NK_PROF_DIR=d, NK_PROF_SAMPLER="pagefault", NK_PROF_RATE="20000",
+               NK_PROF_SEED="12345", NK_PROF_MAX_OVERHEAD="100")
+    p = subprocess.run([args.prog, "masked"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                       universal_newlines=True)
+    check(p.returncode == 0, "masked exited %d: %s" % (p.returncode, p.stderr.strip()))
+    check("usr1" in p.stdout, "program output: %r" % p.stdout)
+    parts = [partdump.parse(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.endswith(".part")]
+    check(len(parts) == 2, "%d parts" % len(parts))
+    ends = [[v for n, v in part if n == "END"] for part in parts]
+    how = sorted(e[0].get("how") for e in ends if e)
+    check(len(how) == 2 and how[1] == "signal", "END how: %s" % how)
+    samples = max(([s for n, v in part if n == "SAMPLES" for s in v] for part in parts), key=len)
     common(samples, nodes=False)
 
 

@@ -617,11 +617,126 @@ static int scenario_spawn(void)
 			failed++;
 		}
 		free(argv[1]);
+		if (i % 5)
+			continue;
+		/* system() and popen() spawn through glibc's own posix_spawn: a heap command */
+		char *cmd = malloc(16);
+		if (!cmd)
+			return fail("malloc");
+		strcpy(cmd, i % 10 ? "exit 0" : "echo x");
+		if (i % 10) {
+			failed += system(cmd) != 0;
+		} else {
+			FILE *f = popen(cmd, "r");
+			char line[8] = "";
+			failed += !f || !fgets(line, sizeof line, f) || line[0] != 'x' || pclose(f) != 0;
+		}
+		spawned++;
+		free(keep[(i + 7) % KEEP]);
+		keep[(i + 7) % KEEP] = cmd;
 	}
 	for (size_t i = 0; i < KEEP; i++)
 		free(keep[i]);
 	printf("threads %d misplaced %d spawned %d failed %d\n", created, bad, spawned, failed);
 	return bad != 0 || failed != 0;
+}
+
+/* SIGSEGV blocked by the program (a thread that blocks every signal, a handler whose sa_mask is full) while
+ * the sampler revokes pages it touches: the runtime keeps SIGSEGV unblocked and the program's view of its
+ * masks (else the first revoked page it touched killed it).  A real fault with SIGSEGV blocked in the
+ * program's view still kills, as the kernel would, without calling the program's handler. */
+static uint64_t *masked_arr;
+static size_t masked_n = 4 * MB / sizeof(uint64_t);
+static volatile sig_atomic_t masked_usr1, masked_segv_handled;
+
+static uint64_t masked_sweep(void)
+{
+	uint64_t s = 0;
+	for (size_t i = 0; i < masked_n; i += 64)
+		s += masked_arr[i]++;
+	return s;
+}
+
+static void masked_on_usr1(int sig)
+{
+	(void)sig;
+	masked_sweep();
+	masked_usr1++;
+}
+
+static void masked_on_segv(int sig)
+{
+	(void)sig;
+	masked_segv_handled = 1;
+	_exit(3);
+}
+
+static void *masked_thread(void *arg)
+{
+	sigset_t all, old;
+	(void)arg;
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_BLOCK, &all, NULL) || pthread_sigmask(SIG_BLOCK, NULL, &old) ||
+	    sigismember(&old, SIGSEGV) != 1)
+		return (void *)1; /* the program's view: SIGSEGV blocked */
+	double end = now_s() + 0.7;
+	while (now_s() < end)
+		masked_sweep();
+	return NULL;
+}
+
+static int scenario_masked(void)
+{
+	masked_arr = calloc(masked_n, sizeof(uint64_t));
+	if (!masked_arr)
+		return fail("calloc");
+	/* 1. a thread with every signal blocked */
+	pthread_t th;
+	void *r = (void *)1;
+	if (pthread_create(&th, NULL, masked_thread, NULL) || pthread_join(th, &r) || r)
+		return fail("thread with every signal blocked");
+	/* 2. a handler with a full sa_mask, raised again and again */
+	struct sigaction sa, back;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = masked_on_usr1;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) || sigaction(SIGUSR1, NULL, &back) || sigismember(&back.sa_mask, SIGSEGV) != 1)
+		return fail("sigaction view");
+	int sent = 0;
+	double end = now_s() + 0.7;
+	while (now_s() < end) {
+		raise(SIGUSR1);
+		sent++;
+	}
+	if (masked_usr1 != sent)
+		return fail("SIGUSR1 handled");
+	/* 3. a real fault with SIGSEGV blocked (the program's handler installed) still kills by SIGSEGV */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sigaction sg;
+		memset(&sg, 0, sizeof sg);
+		sg.sa_handler = masked_on_segv;
+		sigemptyset(&sg.sa_mask);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, SIGSEGV);
+		if (sigaction(SIGSEGV, &sg, NULL) || sigprocmask(SIG_BLOCK, &one, NULL))
+			_exit(4);
+		masked_sweep();
+		volatile int *volatile null = NULL;
+		(void)*null;
+		_exit(5);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return fail("fork");
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) {
+		fprintf(stderr, "pf_prog: masked: the child's fault with SIGSEGV blocked: status %#x\n", st);
+		return 1;
+	}
+	printf("usr1 %d sum %lu\n", sent, (unsigned long)masked_sweep());
+	free(masked_arr);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -645,5 +760,7 @@ int main(int argc, char **argv)
 		return scenario_segv();
 	if (!strcmp(argv[1], "spawn"))
 		return scenario_spawn();
+	if (!strcmp(argv[1], "masked"))
+		return scenario_masked();
 	return 2;
 }
