@@ -304,8 +304,10 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 		nk__aplan_entry_clear(&ne);
 		return nk__error(err, NK_ENOMEM, "out of memory");
 	}
-	if (v)
+	if (v) {
 		nk__aplan_evidence_of(&ne.ev, v);
+		ne.site_bytes = v->site_space ? v->size : 0;
+	}
 	if (v && !ne.ev.diagnosis && nk__an_diag_name(v->diag)) {
 		nk__aplan_entry_clear(&ne);
 		return nk__error(err, NK_ENOMEM, "out of memory");
@@ -313,6 +315,7 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 	struct nk__aplan_entry *old = nk__aplan_find(a, key, NK__WHEN_ALLOC, NULL);
 	if (old) {
 		if (!v) { /* no profile: keep what the plan knew about the variable */
+			ne.site_bytes = old->site_bytes;
 			ne.variable = old->variable;
 			old->variable = NULL;
 			ne.ev = old->ev;

@@ -74,6 +74,8 @@ struct nk__aplan_entry {
 	struct nk__aplan_range *ranges; /* policy "pages": sorted, disjoint */
 	size_t n_ranges;
 	uint64_t page_size;      /* of ranges; 0 when none */
+	uint64_t site_bytes;     /* "layout": "blocks": the heap site's blocks laid end to end in allocation order
+				  * are the variable, this many bytes ("size"); 0: one instance (the default) */
 	char *reason;            /* one sentence, human-readable; NULL none */
 	struct nk__aplan_evidence ev;
 };

@@ -26,6 +26,7 @@
 #define AP_MAX_FILE (64u << 20)       /* a plan file larger than this is refused (NK_EIO) */
 #define AP_MAX_THREADS 4096           /* pin.threads, and the side of pin.sharing */
 #define AP_MIN_PAGE 4096ULL           /* page_size bounds (powers of two) */
+#define AP_MAX_SITE_BYTES (1ULL << 48) /* "size" of a "blocks" layout: 256 TiB */
 #define AP_MAX_PAGE (1ULL << 34)
 #define AP_MAX_PAGES (1ULL << 52)     /* first + count of a range: 2^52 pages is beyond any address space */
 
@@ -213,10 +214,43 @@ static int parse_ranges(struct nk__json_in *in, const json_t *v, const char *whe
 	return 0;
 }
 
+/* "layout" ("instance", the default, or "blocks": a heap site of many blocks, laid end to end in allocation
+ * order) and its "size" (bytes, required with "blocks", nowhere else). */
+static int parse_layout(struct nk__json_in *in, const json_t *v, const char *where, struct nk__aplan_entry *e)
+{
+	const json_t *l = json_object_get(v, "layout"), *sz = json_object_get(v, "size");
+	int rc;
+
+	if (!l || json_is_null(l)) {
+		if (sz)
+			return nk__json_fail(in, NK_EPARSE, where, "size: only allowed with \"layout\": \"blocks\"");
+		return 0;
+	}
+	if (!json_is_string(l))
+		return nk__json_fail(in, NK_EPARSE, where, "layout: expected a string, found %s", nk__json_type_name(l));
+	if (!strcmp(json_string_value(l), "instance")) {
+		if (sz)
+			return nk__json_fail(in, NK_EPARSE, where, "size: only allowed with \"layout\": \"blocks\"");
+		return 0;
+	}
+	if (strcmp(json_string_value(l), "blocks"))
+		return nk__json_fail(in, NK_EPARSE, where, "layout: \"%.40s\" is not instance or blocks",
+				     json_string_value(l));
+	if (strncmp(e->key, "heap:", 5))
+		return nk__json_fail(in, NK_EPARSE, where, "layout: \"blocks\" is for heap keys only");
+	if (!sz)
+		return nk__json_fail(in, NK_EPARSE, where, "size: missing (\"layout\": \"blocks\" needs the bytes of the blocks)");
+	if ((rc = get_uint(in, v, "size", where, AP_MAX_SITE_BYTES, 0, &e->site_bytes)))
+		return rc;
+	if (!e->site_bytes)
+		return nk__json_fail(in, NK_EPARSE, where, "size: must be > 0");
+	return 0;
+}
+
 static int parse_entry(struct nk__json_in *in, const json_t *v, size_t idx, struct nk__aplan_entry *e)
 {
-	static const char *const fields[] = { "variable", "key",   "policy", "when",     "phase",
-					      "page_size", "pages", "reason", "evidence", NULL };
+	static const char *const fields[] = { "variable", "key",    "policy", "when",   "phase",    "page_size",
+					      "pages",    "layout", "size",   "reason", "evidence", NULL };
 	char where[200];
 	const json_t *k, *w, *pg;
 	int rc;
@@ -308,6 +342,8 @@ static int parse_entry(struct nk__json_in *in, const json_t *v, size_t idx, stru
 		return nk__json_fail(in, NK_EPARSE, where, "%s: only allowed with \"policy\": \"pages\"",
 			       pg ? "pages" : "page_size");
 	}
+	if ((rc = parse_layout(in, v, where, e)))
+		return rc;
 	return parse_evidence(in, json_object_get(v, "evidence"), where, &e->ev);
 }
 

@@ -77,6 +77,10 @@ static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 			apush(o, r, json_pack("[IIi]", (json_int_t)e->ranges[i].first, (json_int_t)e->ranges[i].count,
 					      e->ranges[i].node));
 	}
+	if (e->site_bytes) {
+		oset(o, j, "layout", json_string("blocks"));
+		oset(o, j, "size", ju64(e->site_bytes));
+	}
 	if (e->reason)
 		oset(o, j, "reason", json_string(e->reason));
 	if (!evidence_is_unknown(&e->ev)) {

@@ -743,6 +743,7 @@ static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_v
 		return NK_ENOMEM;
 	}
 	e.page_size = d->kind == D_PAGES ? c->ps : 0;
+	e.site_bytes = whole->site_space ? whole->size : 0; /* a site of small blocks: the plan's pages are its array's */
 	int rc = nk__aplan_add(plan, &e);
 	free(e.ev.diagnosis);
 	free(e.reason);

@@ -118,6 +118,10 @@ struct nk__an_var {
 	uint64_t alloc_thread_blocks;   /* blocks it allocated */
 	struct { int thread; uint64_t acc; } users[NK__AN_TOP_USERS]; /* threads using it, by accesses */
 	int n_users;
+	/* A site of small blocks (all under --min-size, two or more) is one array: its blocks laid end to end in
+	 * allocation order (nk__an_site_space).  size is then that array's bytes (the most of any process), and
+	 * the attributed samples (nk__analysis.attr) carry addresses in it: page i is page i of the array. */
+	int site_space;
 };
 
 struct nk__an_thread {

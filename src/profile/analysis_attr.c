@@ -454,6 +454,7 @@ int nk__an_attribute_all(struct ctx *c)
 	for (size_t i = 0; i < p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &p->procs[i];
 		struct proc_ctx pc;
+		size_t attr0 = c->a->n_attr;
 		memset(&pc, 0, sizeof(pc));
 		pc.last_var = -1;
 		pc.anon_var = -1;
@@ -575,7 +576,7 @@ int nk__an_attribute_all(struct ctx *c)
 					av->users[u].acc += r->w;
 			}
 		}
-		if (c->only_phase < 0 && nk__an_site_stats(c, i, &pc)) {
+		if (c->only_phase < 0 && (nk__an_site_space(c, i, &pc, attr0) || nk__an_site_stats(c, i, &pc))) {
 			nk__an_free_pc(&pc);
 			return NK_ENOMEM;
 		}

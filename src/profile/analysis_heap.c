@@ -152,6 +152,132 @@ int nk__an_mark_small_sites(const struct nk__nkp_process_data *pd, struct proc_c
 	return 0;
 }
 
+/* ---------------------------------------------------------------- sites of small blocks as arrays */
+
+/*
+ * A site of small blocks (issue 19) is a variable made of many instances; page i of one block means nothing
+ * to a placement.  Its blocks laid end to end in the order they were allocated make one array instead:
+ * a row-by-row grid is then the grid, a list built node by node the list, and a block layout of that array
+ * is "the first quarter of the rows to node 0, ...", which the plan runtime reproduces by serving the site
+ * from an arena in allocation order (docs/plan-runtime.md).  Only sites whose every block is under the
+ * process's min_size, with two blocks or more; blocks of the site never sampled count too (their site id is
+ * that of a sampled block).  The samples move to addresses in that array: AN_SITE_BASE + proc * 2^44 + the
+ * bytes of the blocks allocated before + the offset in the block, and their instance is the whole array.
+ */
+#define AN_SITE_BASE (1ull << 60)
+#define AN_SITE_SPAN (1ull << 44)
+
+struct sso {
+	uint32_t var;
+	uint64_t born, lo;
+	size_t i;
+};
+
+static int cmp_sso(const void *x, const void *y)
+{
+	const struct sso *a = x, *b = y;
+	int c;
+	if ((c = NK__CMP(a->var, b->var)) || (c = NK__CMP(a->born, b->born)) || (c = NK__CMP(a->lo, b->lo)))
+		return c;
+	return NK__CMP(a->i, b->i);
+}
+
+/* The block of process @p pc that holds [lo, ...) at time @p t, or -1. */
+static long block_at(const struct proc_ctx *pc, uint64_t lo, uint64_t t)
+{
+	size_t l = 0, h = pc->n_blks;
+	while (l < h) {
+		size_t mid = (l + h) / 2;
+		if (pc->blks[mid].lo < lo)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	long best = -1;
+	for (size_t i = l; i < pc->n_blks && pc->blks[i].lo == lo; i++)
+		if (pc->blks[i].born <= t && t < pc->blks[i].died)
+			best = (long)i;
+	return best;
+}
+
+int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t attr0)
+{
+	struct nk__analysis *a = c->a;
+	uint64_t ms = nk__an_min_size_of(&c->p->procs[proc]);
+	int rc = NK_ENOMEM;
+	if (!ms || pc->n_blks < 2 || !a->n_vars || proc >= (AN_SITE_BASE >> 44) / 2)
+		return 0;
+	uint32_t max_site = 0;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blks[i].site > max_site)
+			max_site = pc->blks[i].site;
+	int *sv = malloc((max_site + 1) * sizeof(int));
+	uint64_t *nblk = calloc(a->n_vars, sizeof(uint64_t)), *total = calloc(a->n_vars, sizeof(uint64_t));
+	unsigned char *bad = calloc(a->n_vars, 1);
+	uint64_t *soff = malloc(pc->n_blks * sizeof(uint64_t));
+	struct sso *o = malloc(pc->n_blks * sizeof(*o));
+	if (!sv || !nblk || !total || !bad || !soff || !o)
+		goto out;
+	for (uint32_t s = 0; s <= max_site; s++)
+		sv[s] = -1;
+	for (size_t i = 0; i < pc->n_blks; i++)
+		if (pc->blk_var[i] >= 0 && pc->blks[i].site)
+			sv[pc->blks[i].site] = pc->blk_var[i];
+	size_t n = 0;
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		soff[i] = UINT64_MAX;
+		int v = pc->blks[i].site ? sv[pc->blks[i].site] : -1;
+		if (v < 0 || a->vars[v].kind != NK__VAR_HEAP)
+			continue;
+		nblk[v]++;
+		if (pc->blks[i].hi - pc->blks[i].lo >= ms)
+			bad[v] = 1;
+		o[n++] = (struct sso){ (uint32_t)v, pc->blks[i].born, pc->blks[i].lo, i };
+	}
+	qsort(o, n, sizeof(*o), cmp_sso);
+	for (size_t k = 0; k < n; k++) {
+		uint32_t v = o[k].var;
+		if (bad[v] || nblk[v] < 2)
+			continue;
+		uint64_t len = pc->blks[o[k].i].hi - pc->blks[o[k].i].lo;
+		if (total[v] + len >= AN_SITE_SPAN) {
+			bad[v] = 1; /* beyond 16 TiB: left as instances */
+			continue;
+		}
+		soff[o[k].i] = total[v];
+		total[v] += len;
+	}
+	uint64_t base = AN_SITE_BASE + (uint64_t)proc * AN_SITE_SPAN * 2;
+	for (size_t k = attr0; k < a->n_attr; k++) {
+		struct nk__an_sample *s = &a->attr[k];
+		if (s->var >= a->n_vars || bad[s->var] || nblk[s->var] < 2)
+			continue;
+		long b = block_at(pc, s->lo, s->time_ns);
+		if (b < 0 || soff[b] == UINT64_MAX || s->addr < s->lo || s->addr >= s->hi) {
+			s->lo = s->hi = 0; /* no instance: no page of the array */
+			continue;
+		}
+		s->addr = base + soff[b] + (s->addr - s->lo);
+		s->lo = base;
+		s->hi = base + total[s->var];
+	}
+	for (size_t v = 0; v < a->n_vars; v++)
+		if (!bad[v] && nblk[v] >= 2 && total[v]) {
+			a->vars[v].site_space = 1;
+			if (total[v] > a->vars[v].size)
+				a->vars[v].size = total[v];
+		}
+	rc = 0;
+out:
+	free(sv);
+	free(nblk);
+	free(total);
+	free(bad);
+	free(soff);
+	free(o);
+	return rc;
+}
+
 /* The site members of the heap variables of process @p proc (whole profile only). */
 int nk__an_site_stats(struct ctx *c, size_t proc, struct proc_ctx *pc)
 {

@@ -172,6 +172,9 @@ int nk__an_thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index);
 int nk__an_build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc);
 int nk__an_mark_small_sites(const struct nk__nkp_process_data *pd, struct proc_ctx *pc);
 int nk__an_site_stats(struct ctx *c, size_t proc, struct proc_ctx *pc);
+/** Sites of small blocks as arrays in allocation order: the samples a->attr[attr0..] of process @p proc
+ * moved into that space, the variables marked site_space (whole profile only). */
+int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t attr0);
 void nk__an_free_pc(struct proc_ctx *pc);
 
 /* ---- analysis_aggregate.c: nodes, counts per variable/thread/node/phase, pages, lines */

@@ -293,6 +293,9 @@ static void sites_text(struct nk__strbuf *b, const struct nk__analysis *a)
 				pct(v->users[ord[k]].acc, all));
 		if (n > 4)
 			nk__strbuf_printf(b, ", ...");
+		if (v->site_space)
+			nk__strbuf_printf(b, "\n  placed as one array of %s: its blocks end to end in allocation order",
+				fmt_size(v->size, s1, sizeof s1));
 		nk__strbuf_printf(b, "\n  pages sampled by node:");
 		for (int k = 0; k < a->n_nodes; k++)
 			if (v->pages_on[k])
@@ -588,6 +591,8 @@ static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v
 			json_array_append_new(users, u);
 		}
 		json_object_set_new(st, "used_by", users);
+		/* "blocks": a site of small blocks, one array in allocation order (its size is that array's) */
+		json_object_set_new(st, "layout", json_string(v->site_space ? "blocks" : "instance"));
 		json_object_set_new(o, "site", st);
 	}
 	return o;

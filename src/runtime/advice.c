@@ -26,6 +26,7 @@ int nk__advice_entry(const nk_advice *a, size_t i, struct nk__advice_entry_info 
 							       : NK__ADVICE_AT_ALLOC;
 	out->page_size = e->page_size;
 	out->n_ranges = e->n_ranges;
+	out->site_bytes = e->site_bytes;
 	return 0;
 }
 

@@ -115,6 +115,9 @@ struct nk__advice_entry_info {
 	int when;             /* enum nk__advice_when */
 	uint64_t page_size;   /* of the ranges, 0 none */
 	size_t n_ranges;      /* policy "pages": nk__advice_entry_range 0 .. n_ranges-1 */
+	uint64_t site_bytes;  /* "layout": "blocks" (a heap key): the variable is the site's blocks laid end to end in
+			       * allocation order, this many bytes, and the policy's pages are that array's; 0: an
+			       * instance (each block on its own, page 0 its first byte) */
 };
 
 /** Number of entries of @p a (0 for NULL). */

@@ -610,6 +610,83 @@ static void test_errors(void **state)
 	pb_free(&b);
 }
 
+/*
+ * A site of small blocks (issue 19): 512 rows of 2 KiB (a 1 MiB grid malloc'ed row by row, every row under
+ * --min-size 1 MiB), allocated by the master at decreasing addresses, first written by it (node 0), then
+ * each of 4 threads on 4 nodes reads a quarter of the rows in allocation order.  The site is one array in
+ * allocation order ("layout": "blocks", 1 MiB): a block layout of that array, the first quarter of the rows
+ * to thread 0's node and so on, whatever the addresses were.
+ */
+static void test_site_blocks(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, M4, 4);
+	free(b.pd.meta_json);
+	b.pd.meta_json = strdup("{\"pid\": 100, \"page_size\": 4096, \"min_size\": 1048576}");
+	pb_site(&b, 1, 0x401000);
+	enum { ROWS = 512, ROW = 2048 };
+	for (uint32_t k = 0; k < ROWS; k++) {
+		pb_alloc(&b, BASE + (uint64_t)(ROWS - 1 - k) * PAGE, ROW, 1, k + 1);
+		b.pd.allocs[b.pd.n_allocs - 1].time_ns = k + 1;
+	}
+	b.t = 10000;
+	for (uint32_t k = 0; k < ROWS; k++) /* the master's first writes */
+		pb_sample_w(&b, BASE + (uint64_t)(ROWS - 1 - k) * PAGE, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 0, 1);
+	for (int sweep = 0; sweep < 3; sweep++)
+		for (int th = 0; th < 4; th++) /* thread th on node th: rows th*128 .. th*128+127 in allocation order */
+			for (uint32_t k = (uint32_t)th * 128; k < (uint32_t)th * 128 + 128; k++)
+				pb_sample(&b, BASE + (uint64_t)(ROWS - 1 - k) * PAGE + 64 * (uint64_t)sweep, th, th, 0,
+					  NK__ACC_READ);
+	struct nk__analysis *an = NULL;
+	nk_error err = { 0, "" };
+	assert_int_equal(nk__analyze(&b.p, NULL, NULL, &an, &err), 0);
+	struct nk__an_var *v = NULL;
+	for (size_t i = 0; i < an->n_vars; i++)
+		if (an->vars[i].kind == NK__VAR_HEAP)
+			v = &an->vars[i];
+	assert_non_null(v);
+	assert_int_equal(v->site_space, 1);
+	assert_true(v->size == (uint64_t)ROWS * ROW);
+	/* every sample moved into the array: the instance is the whole array */
+	size_t seen = 0;
+	for (size_t i = 0; i < an->n_attr; i++) {
+		const struct nk__an_sample *s = &an->attr[i];
+		if (&an->vars[s->var] != v)
+			continue;
+		assert_true(s->hi - s->lo == (uint64_t)ROWS * ROW);
+		assert_true(s->addr >= s->lo && s->addr < s->hi);
+		seen++;
+	}
+	assert_int_equal(seen, ROWS + 3 * ROWS);
+	/* thread 3's last read is in the last quarter of the array */
+	const struct nk__an_sample *last = &an->attr[an->n_attr - 1];
+	assert_true((last->addr - last->lo) / ((uint64_t)ROWS * ROW / 4) == 3);
+	/* advised as a symbolised site would be (the synthetic profile has no symbols: its key is process-local) */
+	free(v->key);
+	v->key = strdup("heap:app+0x1234");
+	nk_profile *p = NULL;
+	nk_advice *a = NULL;
+	assert_int_equal(nk__profile_from_analysis(an, &p, &err), 0);
+	assert_int_equal(nk_profile_advise(p, NULL, NULL, &a, &err), 0);
+	const struct nk__aplan_entry *e = entry(a, "heap:app+0x1234", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_true(e->site_bytes == (uint64_t)ROWS * ROW);
+	assert_string_equal(e->policy, "block:threads=0-3");
+	/* the layout survives the file */
+	char *t1 = NULL;
+	nk_advice *back = NULL;
+	assert_int_equal(nk_advice_format(a, &t1, &err), 0);
+	assert_non_null(strstr(t1, "\"layout\": \"blocks\""));
+	assert_int_equal(nk_advice_parse(t1, strlen(t1), &back, &err), 0);
+	assert_true(entry(back, "heap:app+0x1234", NK__WHEN_ALLOC, NULL)->site_bytes == (uint64_t)ROWS * ROW);
+	free(t1);
+	nk_advice_free(back);
+	nk_advice_free(a);
+	nk_profile_free(p); /* frees the analysis */
+	pb_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_left_alone),
 		cmocka_unit_test(test_phase_change),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_site_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
