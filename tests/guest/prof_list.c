@@ -37,13 +37,14 @@ int main(int argc, char **argv)
 		head = e;
 		index[n - 1 - i] = e;
 	}
-	/* each thread walks its share from its first node: index[] gives the start only */
+	/* each thread walks its share, nodes lo .. hi-1 in allocation order, from its last one down the next
+	 * pointers (node i's next is node i-1): index[] gives the start only */
 	for (int sweep = 0; sweep < 6; sweep++) {
 #pragma omp parallel reduction(+ : sum)
 		{
 			size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
 			size_t lo = n * t / nt, hi = n * (t + 1) / nt;
-			const struct node *e = lo < hi ? index[n - 1 - lo] : NULL;
+			const struct node *e = lo < hi ? index[n - 1 - (hi - 1)] : NULL;
 			for (size_t i = lo; i < hi && e; i++, e = e->next)
 				for (int k = 0; k < 31; k++)
 					sum += e->v[k]; /* TRUTH:list-walk */
