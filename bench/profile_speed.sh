@@ -20,7 +20,7 @@ if [ "${1:-}" = --guest ]; then
                 [ -x "$prog" ] || "$NK" cc clang -fopenmp -g -O1 -D_GNU_SOURCE -I"$S/tests/guest" \
                     "$S/tests/guest/prof_$p.c" -o "$prog" >/dev/null 2>&1 || { echo "$p: numakit cc failed"; continue; }
             else
-                prog=$G/prof_$p; opt="--rate 20000 --max-overhead 100"
+                prog=$G/prof_$p; opt=${PF_OPTS:-"--rate 20000 --max-overhead 100"}
             fi
             "$NK" profile --sampler "$s" $opt -q -o "$O/$p.$s.nkp" -- "$prog" 8 || { echo "$p $s: profile failed"; continue; }
             "$NK" report --json "$O/$p.$s.nkp" > "$O/$p.$s.json" 2>/dev/null
@@ -52,6 +52,6 @@ for shift in ${2:-0 2 5}; do
     mkdir -p "$O"
     echo "== -icount shift=$shift"
     python3 "$S/tests/vm/run-guests" --build "$B" --only 4n-slit --icount "$shift" --rwdir "$O" \
-        --exec "env PROGS='${PROGS:-hotspot table mismatch}' SAMPLERS='${SAMPLERS:-pagefault trace}' sh $S/bench/profile_speed.sh --guest $B $O" |
+        --exec "env PROGS='${PROGS:-hotspot table mismatch}' SAMPLERS='${SAMPLERS:-pagefault trace}' PF_OPTS='${PF_OPTS:---rate 20000 --max-overhead 100}' sh $S/bench/profile_speed.sh --guest $B $O" |
         grep -E '^(hotspot|table|mismatch|sweeps|parinit) |failed'
 done

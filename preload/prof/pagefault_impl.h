@@ -70,6 +70,7 @@ extern PF_HIDDEN atomic_uint pf_out;          /* pages revoked now */
 extern PF_HIDDEN atomic_ulong pf_released;    /* pages ever given back (retry logic) */
 extern PF_HIDDEN atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 extern PF_HIDDEN atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
+extern PF_HIDDEN atomic_ulong pf_busy, pf_retries;
 extern PF_HIDDEN atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
 /* wake-ups after their due time; time resolving parked first touches; pages revoked again at the next round */
 extern PF_HIDDEN atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;

@@ -140,6 +140,7 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 		if (gen && (pf_retry_addr != a || pf_retry_gen != gen)) {
 			pf_retry_addr = a;
 			pf_retry_gen = gen;
+			atomic_fetch_add_explicit(&pf_retries, 1, memory_order_relaxed);
 			errno = saved_errno;
 			return 1;
 		}
@@ -152,7 +153,13 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	int c = pf_claim(slot, page);
 	if (c != PF_GOT) {
 		/* ARMING: the sampler's mprotect is in flight; CLAIMED: another thread gives it back; GONE: given
-		 * back already.  All three: run the instruction again. */
+		 * back already.  All three: run the instruction again.  The first two after a yield: the thread
+		 * that holds the page needs a cpu to finish (one at a time under QEMU's -icount, where faulting
+		 * again at once kept the others' time for nothing). */
+		if (c == PF_BUSY) {
+			atomic_fetch_add_explicit(&pf_busy, 1, memory_order_relaxed);
+			sched_yield();
+		}
 		errno = saved_errno;
 		return 1;
 	}

@@ -25,6 +25,7 @@
 #define NK__AN_CI_HALF 0.10         /* too few samples: the remote share's 95 % interval is wider than +-this */
 #define NK__AN_MIN_CLUSTERS 2       /* too few samples: fewer clusters than this (no variance between them) */
 #define NK__AN_GROUP_PAGES 16       /* pages per cluster of pagefault samples (the sampler's member groups) */
+#define NK__AN_ROUND_NS 10000000ull /* the other cluster of pagefault samples: the sampler's round (10 ms) */
 #define NK__AN_Z95 1.959963984540054 /* the normal quantile of a two-sided 95 % interval */
 #define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */

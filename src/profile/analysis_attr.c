@@ -515,9 +515,11 @@ int nk__an_attribute_all(struct ctx *c)
 				uint64_t first = pc.hit_hi > pc.hit_lo && pc.hit_lo / ps <= r->page ? pc.hit_lo / ps : 0;
 				r->cl = first + (r->page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
 				r->grouped = 1;
+				r->round = sm->time_ns / NK__AN_ROUND_NS;
 			} else {
 				r->cl = c->n_recs - 1;
 				r->grouped = 0;
+				r->round = c->n_recs - 1;
 			}
 			r->var = (uint32_t)v;
 			r->proc = (uint32_t)i;

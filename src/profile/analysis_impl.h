@@ -68,6 +68,7 @@ struct rec {
 	uint64_t page;
 	uint64_t cl;           /* cluster of the remote-share interval (nk__an_intervals()) */
 	uint8_t grouped;       /* cl is a 16-page group (pagefault), else the sample's own index */
+	uint64_t round;        /* second cluster: the sampler's 10 ms round (pagefault), else the sample's own index */
 	uint32_t var, proc, thread, w;
 	int16_t cnode, pnode; /* raw node ids, -1 unknown */
 	uint8_t access, where; /* where: 0 local, 1 remote, 2 unknown */

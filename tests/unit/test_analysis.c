@@ -237,6 +237,44 @@ static void test_interval_clusters(void **state)
 	}
 }
 
+/* Pagefault samples are clustered by round too (10 ms of sample time): 64 page groups each visited by a
+ * local and a remote thread, but every round's samples from one thread (under QEMU's -icount one virtual cpu
+ * runs at a time).  By groups alone every cluster is exactly half remote and the share would look decided;
+ * by rounds it is 20 clusters all local or all remote, and the interval says so.  Rounds mixing both
+ * threads leave it as narrow as by groups. */
+static void test_interval_rounds(void **state)
+{
+	(void)state;
+	double half[2];
+	for (int mixed = 0; mixed < 2; mixed++) {
+		struct pbuild b;
+		pb_init(&b, M2, 2);
+		pb_name(&b, BASE, 64 * 16 * PAGE, "v");
+		for (int round = 0; round < 20; round++)
+			for (int i = 0; i < 64; i++) {
+				int th = mixed ? (i + round) % 2 : round % 2;
+				uint64_t t = (uint64_t)round * NK__AN_ROUND_NS + 1000 + (uint64_t)i;
+				struct nk__nkp_sample *s =
+					pb_sample(&b, t, BASE + ((uint64_t)i * 16 + (uint64_t)(round % 16)) * PAGE, 1, th, th, 0,
+						  NK__ACC_READ, 0);
+				s->sampler = NK__SAMPLER_PAGEFAULT;
+			}
+		struct nk__analysis *a = analyze(&b);
+		const struct nk__an_var *v = find_var(a, "v");
+		assert_int_equal(v->known_samples, 1280);
+		assert_int_equal(v->clusters, 64);
+		assert_true(fabs((double)v->remote / (double)(v->local + v->remote) - 0.5) < 1e-9);
+		half[mixed] = (v->ci_hi - v->ci_lo) / 2;
+		assert_true(v->ci_lo <= 0.5 && 0.5 <= v->ci_hi);
+		nk__analysis_free(a);
+		pb_free(&b);
+	}
+	/* rounds of one thread each: about 20 samples' worth (+-20 points); mixed rounds: what the 64 groups give
+	 * alone (no spread between them: 64 samples' worth, +-12 points) */
+	assert_true(half[0] > 0.18);
+	assert_true(half[1] < 0.13 && half[0] > 1.5 * half[1]);
+}
+
 static void test_hotspot(void **state)
 {
 	(void)state;
@@ -1143,6 +1181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_interval_clusters),
+		cmocka_unit_test(test_interval_rounds),
 		cmocka_unit_test(test_hotspot),
 		cmocka_unit_test(test_partition_mismatch),
 		cmocka_unit_test(test_mismatch_after_parallel_init),
