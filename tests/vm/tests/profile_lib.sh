@@ -46,6 +46,33 @@ profile() {
     return $rc
 }
 
+# profile_decided NAME SAMPLER PROGRAM ARGS...: profile as `profile` does; while a variable of 1 MiB or more is
+# left undecided (its remote share's 95 % interval wider than +-10 points: too few independent rounds, as
+# at -icount shift 0 where a program runs in a second), profile again with more runs combined (--runs 4,
+# then 8), the user's remedy (issue 13).  Returns the program's status.
+undecided() { # REPORT.json: 0 when a variable of 1 MiB or more is undecided
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    vs = json.load(open(sys.argv[1])).get("variables", [])
+except (OSError, ValueError):
+    sys.exit(1)
+sys.exit(0 if any(v.get("size", 0) >= 1 << 20 and not v.get("decided", True) for v in vs) else 1)
+PY
+}
+profile_decided() {
+    profile "$@" || return $?
+    _opts=${PROFILE_OPTS:-}
+    for _runs in 4 8; do
+        undecided "$T/$1.json" || break
+        echo "note: $1: a variable is undecided: profiling $_runs runs combined"
+        PROFILE_OPTS="$_opts --runs $_runs"
+        profile "$@" || { _rc=$?; PROFILE_OPTS=$_opts; return $_rc; }
+    done
+    PROFILE_OPTS=$_opts
+    return 0
+}
+
 # check ARGS...: run profile_check.py, remember a failure.
 check() {
     $CHECK "$@" || fail=1
