@@ -46,7 +46,7 @@ profile() {
     return $rc
 }
 
-# profile_decided NAME SAMPLER PROGRAM ARGS...: profile as `profile` does; while a variable of 1 MiB or more is
+# profile_decided NAME SAMPLER PROGRAM ARGS...: profile as `profile` does; while an array of 1 MiB or more is
 # left undecided (its remote share's 95 % interval wider than +-10 points: too few independent rounds, as
 # at -icount shift 0 where a program runs in a second), profile again with more runs combined (--runs 4,
 # then 8), the user's remedy (issue 13).  Returns the program's status.
@@ -57,7 +57,11 @@ try:
     vs = json.load(open(sys.argv[1])).get("variables", [])
 except (OSError, ValueError):
     sys.exit(1)
-sys.exit(0 if any(v.get("size", 0) >= 1 << 20 and not v.get("decided", True) for v in vs) else 1)
+# the program's arrays: heap sites and named statics (not a segment's remainder, not anonymous memory)
+def named(v):
+    k = v.get("key", "")
+    return k.startswith("heap:") or (k.startswith("static:") and k.count(":") >= 2)
+sys.exit(0 if any(named(v) and v.get("size", 0) >= 1 << 20 and not v.get("decided", True) for v in vs) else 1)
 PY
 }
 profile_decided() {
