@@ -3,7 +3,7 @@
 # "blocks") against the program's own malloc.  bench/malloc_site.c (one site; N malloc+free pairs, or N
 # mallocs kept then freed) plain, under the plan runtime with the site not planned (the plan names another
 # site of small blocks of the same program: every small malloc passes the caller check), and with the site
-# planned (its blocks served from a jemalloc arena); the median of 5 runs each, in the same script; prints
+# planned (its blocks served from a jemalloc arena); the median of 9 runs each, in the same script; prints
 # ns per malloc+free and the ratios against plain.  The site's key comes from a `numakit profile
 # --small-blocks` report.  Usage: bench/malloc_site.sh BUILD [N] [SIZE]
 B=${1:?usage: $0 BUILD [N] [SIZE]}
@@ -31,7 +31,7 @@ PY
 med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 runs() { # $1: pairs|kept, then the command prefix
   m=$1; shift
-  for i in 1 2 3 4 5; do "$@" "$T/malloc_site" "$m" "$N" "$SIZE" 2>/dev/null | cut -d' ' -f1; done | med
+  for i in 1 2 3 4 5 6 7 8 9; do "$@" "$T/malloc_site" "$m" "$N" "$SIZE" 2>/dev/null | cut -d' ' -f1; done | med
 }
 for m in pairs kept; do
   plain=$(runs $m env)

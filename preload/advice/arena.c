@@ -12,9 +12,12 @@
  *     libjemalloc at run time fails: its initial-exec TLS does not fit the static TLS block.)
  *   - One arena per site (arenas.create with extent hooks), every call with MALLOCX_TCACHE_NONE: a thread
  *     cache would hand one site's blocks to another.
- *   - Extents come from one region reserved at the first arena (PROT_NONE, MAP_NORESERVE), a slice per site:
- *     a lock-free bump pointer per slice (no mutex: the hooks run under jemalloc's locks, and a fork may
- *     come at any time).  "Is this block ours" is one range check of the region, and the slice names the site.
+ *   - Extents come from one region reserved at the first arena (MAP_NORESERVE), a slice per site: a lock-free
+ *     bump pointer per slice (no mutex: the hooks run under jemalloc's locks, and a fork may come at any
+ *     time).  "Is this block ours" is one range check of the region, and the slice names the site.  The region
+ *     is mapped read-write when the kernel overcommits (vm.overcommit_memory 0 or 1: a page costs nothing
+ *     until touched, and a commit is no system call), else PROT_NONE and made writable extent by extent
+ *     (strict accounting would charge the whole region at once), as jemalloc itself decides.
  *   - Placement happens in the commit hook, not the alloc hook.  jemalloc grows an arena by asking the alloc
  *     hook for geometrically larger pieces (2 MiB first) that it keeps uncommitted ("retained") and carves
  *     extents from; each extent it hands out is committed first, through the commit hook, with exactly that
@@ -23,28 +26,37 @@
  *     extents placed against grows, show it).  The alloc hook commits only when jemalloc asks it to: its own
  *     metadata, never placed.
  *   - The dalloc hook opts out (the address space is never given back, so the region stays ours); decommit
- *     drops the pages (MADV_DONTNEED, PROT_NONE), and jemalloc commits them again, placed anew, when it
- *     reuses them.  Freed blocks inside live extents are reused as they are: their pages keep their nodes.
+ *     drops the pages (MADV_DONTNEED; PROT_NONE too under strict accounting), and jemalloc commits them again,
+ *     placed anew, when it reuses them.  Freed blocks inside live extents are reused as they are: their pages
+ *     keep their nodes.
  *
  * Placement: before each mallocx / rallocx the thread notes {site, position, ratio}: position = bytes the site
  * was asked for before this block (one atomic counter per site: allocation order across threads), ratio = the
  * requested size / the size jemalloc gives it.  The commit hook of that site maps page j of the new extent to
  * page nkpl_site_page(position, j, ratio) of the site's array and puts it on that page's node: consecutive
- * pages of one node get mbind MPOL_PREFERRED (the fallback nk_apply uses without NK_APPLY_STRICT), are faulted
- * in at once (MADV_POPULATE_WRITE) and get the default policy back.  Why not leave the policy for the first
- * touch: a policy per page run splits the mapping, and a layout that changes node every page (cyclic) over a
- * site of a few hundred MiB would reach vm.max_map_count (65530), after which the program's own mmaps fail;
- * with the policy taken back, the runs merge again into one mapping.  The pages would be touched by the blocks
- * anyway; they are just touched when their extent is committed.  (A kernel before 5.14 has no
- * MADV_POPULATE_WRITE: the policy then stays for the first touch, one mapping per run.)  A commit with no
- * note (jemalloc's metadata, the arena's creation) is not placed.  Each handed-out page records its array page
- * in a side table, so a later entry (first-parallel, phase) can move the pages to its own layout (runtime.c,
- * through nkpl_arena_runs).
+ * pages of one node get mbind MPOL_PREFERRED (the fallback nk_apply uses without NK_APPLY_STRICT), which their
+ * first touch follows.  A commit with no note (jemalloc's metadata, the arena's creation) is not placed.
+ *   - System calls per extent would cost more than the blocks (an mbind per page of 1 KiB blocks doubled the
+ *     time of a malloc loop on the test host).  So when jemalloc grows the arena during an allocation, the
+ *     pieces' pages are bound ahead as the blocks after this one would fill them (few runs only), and a table
+ *     per page remembers the node each page's policy names; a commit binds only the pages whose node differs
+ *     from what the table says (none, when the site's blocks come in one size and the layout is made of
+ *     blocks of nodes).
+ *   - A run of the same node right after another merges with it into one mapping, but each change of node
+ *     splits the mapping, and a layout that changes node every page (cyclic) over a site of a few hundred MiB
+ *     would reach vm.max_map_count (65530), after which the program's own mmaps fail.  So once the runs that
+ *     extend no previous one pass SPLIT_BUDGET, nothing is bound ahead, and runs are faulted in at once
+ *     (MADV_POPULATE_WRITE) and given the default policy back, and merge again into one mapping (two more
+ *     system calls per run, and pages touched at commit rather than by the blocks; a kernel before 5.14 has no
+ *     MADV_POPULATE_WRITE: the policy then stays).
+ * The same table records each handed-out page's array page, so a later entry (first-parallel, phase) can move
+ * the pages to its own layout (runtime.c, through nkpl_arena_runs).
  *
  * Like the profiler runtime, this file makes its own system calls (mmap, mprotect, madvise, mbind): it runs
  * inside the program, inside jemalloc's hooks, where libnumakit's calls (which allocate) cannot go.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -115,6 +127,7 @@ static const uint64_t region_tries[] = { 64ull << 30, 16ull << 30, 4ull << 30, 1
 #define AS_SHARE 8 /* under a finite RLIMIT_AS, the region takes at most this share of it */
 #define SIDE_NONE 0u               /* page not handed out to blocks (metadata, never committed, decommitted) */
 #define SIDE_UNKNOWN UINT32_MAX    /* handed out without a position (committed with no note) */
+#define PREDICT_RUNS 16            /* a grown piece is bound ahead only when its predicted layout has this few runs */
 
 enum { ST_NONE = 0, ST_MAKING = 1, ST_READY = 2, ST_FAILED = 3 };
 
@@ -131,14 +144,24 @@ struct site {
 	atomic_uint_fast64_t pos; /* bytes asked for at the site so far: the next block's position */
 	atomic_uint_fast64_t blocks, bytes, left, frees, reallocs, extents, grows, unplaced;
 	atomic_int full_logged;
+	_Atomic uintptr_t last_end; /* where the last run placed ended, and its node: a run right after it with */
+	atomic_int last_node;       /* the same node merges with it */
 };
 
 static struct site *sites;
 static size_t n_sites;
 static atomic_int region_state;
 static size_t slice_len;
-static _Atomic(uint32_t *) side; /* per region page: SIDE_NONE, SIDE_UNKNOWN or the array page + 1; its pages
-				    * are made writable as the slices' bump pointers pass (charged only when used) */
+/* Per region page; under strict accounting its pages are made writable as the slices' bump pointers pass. */
+struct pinfo {
+	uint32_t arr;   /* SIDE_NONE, SIDE_UNKNOWN or the array page + 1 */
+	uint16_t bound; /* node + 1 that the page's policy names (mbind by this file), 0 unknown or default */
+	uint16_t spare;
+};
+static _Atomic(struct pinfo *) side;
+static int region_rw;           /* the region is read-write from the start (the kernel overcommits) */
+#define SPLIT_BUDGET 4096        /* runs of a new node the mappings may split into before runs are faulted in */
+static atomic_uint splits;       /* runs placed that extended no previous run (an estimate of new mappings) */
 static atomic_int populate_off;  /* the kernel has no MADV_POPULATE_WRITE: policies stay for the first touch */
 
 /* The allocation in flight on this thread (set around mallocx/rallocx, read by the commit hook). */
@@ -178,16 +201,31 @@ static struct site *site_of_hooks(extent_hooks_t *h)
 #define NK_MPOL_DEFAULT 0
 #define NK_MPOL_PREFERRED 1
 
-/* Pages [lo, hi) on @p node (node < 0: nothing): policy, fault in, policy back.  No allocation (inside jemalloc). */
+static struct pinfo *pinfo_of(uintptr_t p)
+{
+	return &atomic_load_explicit(&side, memory_order_relaxed)[(p - nkpl_region_lo) / nkpl_page_size];
+}
+
+static int populating(void)
+{
+	return atomic_load_explicit(&splits, memory_order_relaxed) >= SPLIT_BUDGET &&
+	       !atomic_load_explicit(&populate_off, memory_order_relaxed);
+}
+
+/*
+ * Pages [lo, hi) on @p node (node < 0: nothing): their policy, and while the budget of split mappings lasts
+ * that is all; past it, faulted in and the policy taken back.  No allocation, no lock (inside jemalloc).
+ */
 static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 {
 	unsigned long mask[MASK_WORDS];
 	const size_t bits = 8 * sizeof(unsigned long);
+	uint64_t ps = nkpl_page_size;
 
 	if (node < 0 || lo >= hi)
 		return;
 	if ((size_t)node >= MASK_WORDS * bits) {
-		atomic_fetch_add(&s->unplaced, (hi - lo) / nkpl_page_size);
+		atomic_fetch_add(&s->unplaced, (hi - lo) / ps);
 		return;
 	}
 	size_t words = (size_t)node / bits + 1;
@@ -195,17 +233,26 @@ static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 	mask[(size_t)node / bits] = 1ul << ((size_t)node % bits);
 	/* the kernel reads maxnode - 1 bits */
 	if (syscall(SYS_mbind, (void *)lo, hi - lo, NK_MPOL_PREFERRED, mask, words * bits + 1, 0) != 0) {
-		atomic_fetch_add(&s->unplaced, (hi - lo) / nkpl_page_size);
+		atomic_fetch_add(&s->unplaced, (hi - lo) / ps);
 		return;
 	}
-	if (atomic_load_explicit(&populate_off, memory_order_relaxed))
-		return;
-	if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE)) {
-		if (errno == EINVAL) /* before Linux 5.14 */
+	int extends = atomic_load_explicit(&s->last_end, memory_order_relaxed) == lo &&
+		      atomic_load_explicit(&s->last_node, memory_order_relaxed) == node;
+	atomic_store_explicit(&s->last_end, hi, memory_order_relaxed);
+	atomic_store_explicit(&s->last_node, node, memory_order_relaxed);
+	if (!extends)
+		atomic_fetch_add_explicit(&splits, 1, memory_order_relaxed);
+	uint16_t bound = (uint16_t)(node + 1);
+	if (populating()) {
+		if (!madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE)) {
+			(void)syscall(SYS_mbind, (void *)lo, hi - lo, NK_MPOL_DEFAULT, NULL, 0UL, 0);
+			bound = 0;
+		} else if (errno == EINVAL) { /* before Linux 5.14: the policy stays for the first touch */
 			atomic_store(&populate_off, 1);
-		return; /* the policy stays: the pages follow it at their first touch */
+		}
 	}
-	(void)syscall(SYS_mbind, (void *)lo, hi - lo, NK_MPOL_DEFAULT, NULL, 0UL, 0);
+	for (uintptr_t p = lo; p < hi; p += ps)
+		pinfo_of(p)->bound = bound;
 }
 
 static int layout_node(const struct nkpl_layout *l, uint32_t sv)
@@ -216,26 +263,30 @@ static int layout_node(const struct nkpl_layout *l, uint32_t sv)
 	return l->nodes[page < l->npages ? page : l->npages - 1];
 }
 
-/* Pages [lo, lo + len) of the extent starting at @p base were committed: record and place them. */
+/* The array page (SIDE_* encoding) of page @p j of an extent whose first block is the noted one. */
+static uint32_t noted_page(const struct site *s, uint64_t j)
+{
+	uint64_t sp = nkpl_site_page(note.pos, j, nkpl_page_size, note.ratio, s->npages ? s->npages : 1);
+	return sp >= SIDE_UNKNOWN - 1 ? SIDE_UNKNOWN - 1 : (uint32_t)sp + 1;
+}
+
+/* Pages [lo, lo + len) of the extent starting at @p base were committed: record them, place those not yet. */
 static void place(struct site *s, uintptr_t base, uintptr_t lo, size_t len)
 {
 	uint64_t ps = nkpl_page_size;
-	uint32_t *sd = atomic_load_explicit(&side, memory_order_relaxed);
 	const struct nkpl_layout *l = atomic_load_explicit(&s->layout, memory_order_acquire);
-	int noted = note.site == s;
+	int noted = note.site == s, all = populating();
 	uintptr_t run_lo = lo;
 	int run_node = -1;
 
 	atomic_fetch_add_explicit(&s->extents, 1, memory_order_relaxed);
 	for (uintptr_t p = lo; p < lo + len; p += ps) {
-		uint32_t sv = SIDE_UNKNOWN;
-		if (noted) {
-			uint64_t sp = nkpl_site_page(note.pos, (p - base) / ps, ps, note.ratio, s->npages ? s->npages : 1);
-			sv = sp >= SIDE_UNKNOWN - 1 ? SIDE_UNKNOWN - 1 : (uint32_t)sp + 1;
-		}
-		if (sd)
-			sd[(p - nkpl_region_lo) / ps] = sv;
+		struct pinfo *pi = pinfo_of(p);
+		uint32_t sv = noted ? noted_page(s, (p - base) / ps) : SIDE_UNKNOWN;
+		pi->arr = sv;
 		int node = layout_node(l, sv);
+		if (node >= 0 && !all && pi->bound == node + 1)
+			node = -1; /* its policy names that node already */
 		if (node != run_node) {
 			place_run(s, run_lo, p, run_node);
 			run_lo = p;
@@ -243,6 +294,38 @@ static void place(struct site *s, uintptr_t base, uintptr_t lo, size_t len)
 		}
 	}
 	place_run(s, run_lo, lo + len, run_node);
+}
+
+/*
+ * jemalloc grew the arena by [a, a + size) during the noted allocation: bind its pages ahead, as the blocks
+ * after the noted one would fill them, when that takes few runs (the commits then find them bound).
+ */
+static void bind_ahead(struct site *s, uintptr_t a, size_t size)
+{
+	const struct nkpl_layout *l = atomic_load_explicit(&s->layout, memory_order_acquire);
+	uint64_t ps = nkpl_page_size, n = size / ps, runs = 0;
+	int prev = -2;
+
+	if (note.site != s || !l || !l->nodes || populating())
+		return;
+	for (uint64_t j = 0; j < n && runs <= PREDICT_RUNS; j++) {
+		int node = layout_node(l, noted_page(s, j));
+		if (node != prev)
+			runs++;
+		prev = node;
+	}
+	if (runs > PREDICT_RUNS)
+		return;
+	uint64_t run_j = 0;
+	prev = layout_node(l, noted_page(s, 0));
+	for (uint64_t j = 1; j <= n; j++) {
+		int node = j < n ? layout_node(l, noted_page(s, j)) : -2;
+		if (node != prev) {
+			place_run(s, a + run_j * ps, a + j * ps, prev);
+			run_j = j;
+			prev = node;
+		}
+	}
 }
 
 /* ---------------------------------------------------------------- extent hooks (no lock, no allocation) */
@@ -265,15 +348,17 @@ static void *hook_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t a
 			return NULL; /* the slice is full: mallocx fails, the block goes to the allocator */
 	} while (!atomic_compare_exchange_weak(&s->cur, &cur, end));
 	atomic_fetch_add_explicit(&s->grows, 1, memory_order_relaxed);
-	/* the side table's entries of [a, end), writable (idempotent: a neighbour may share a page of them) */
-	uint32_t *sd = atomic_load_explicit(&side, memory_order_relaxed);
-	uintptr_t slo = (uintptr_t)&sd[(a - nkpl_region_lo) / nkpl_page_size] & ~(uintptr_t)(nkpl_page_size - 1);
-	uintptr_t shi = (uintptr_t)&sd[(end - nkpl_region_lo) / nkpl_page_size];
-	shi = (shi + nkpl_page_size - 1) & ~(uintptr_t)(nkpl_page_size - 1);
-	if (mprotect((void *)slo, shi - slo, PROT_READ | PROT_WRITE))
-		return NULL; /* its address space stays unused */
-	if (*commit && mprotect((void *)a, size, PROT_READ | PROT_WRITE))
-		return NULL;
+	if (!region_rw) {
+		/* the table's entries of [a, end), writable (idempotent: a neighbour may share a page of them) */
+		uintptr_t slo = (uintptr_t)pinfo_of(a) & ~(uintptr_t)(nkpl_page_size - 1);
+		uintptr_t shi = ((uintptr_t)pinfo_of(end) + nkpl_page_size - 1) & ~(uintptr_t)(nkpl_page_size - 1);
+		if (mprotect((void *)slo, shi - slo, PROT_READ | PROT_WRITE))
+			return NULL; /* its address space stays unused */
+		if (*commit && mprotect((void *)a, size, PROT_READ | PROT_WRITE))
+			return NULL;
+	}
+	if (!*commit)
+		bind_ahead(s, a, size);
 	*zero = true; /* never touched */
 	return (void *)a;
 }
@@ -287,7 +372,7 @@ static bool hook_commit(extent_hooks_t *h, void *addr, size_t size, size_t off, 
 {
 	struct site *s = site_of_hooks(h);
 	uintptr_t lo = (uintptr_t)addr + off;
-	if (mprotect((void *)lo, len, PROT_READ | PROT_WRITE))
+	if (!region_rw && mprotect((void *)lo, len, PROT_READ | PROT_WRITE))
 		return true;
 	place(s, (uintptr_t)addr, lo, len);
 	return false;
@@ -296,11 +381,10 @@ static bool hook_commit(extent_hooks_t *h, void *addr, size_t size, size_t off, 
 static bool hook_decommit(extent_hooks_t *h, void *addr, size_t size, size_t off, size_t len, unsigned arena_ind)
 {
 	uintptr_t lo = (uintptr_t)addr + off;
-	uint32_t *sd = atomic_load_explicit(&side, memory_order_relaxed);
-	if (madvise((void *)lo, len, MADV_DONTNEED) || mprotect((void *)lo, len, PROT_NONE))
+	if (madvise((void *)lo, len, MADV_DONTNEED) || (!region_rw && mprotect((void *)lo, len, PROT_NONE)))
 		return true;
-	if (sd)
-		memset(&sd[(lo - nkpl_region_lo) / nkpl_page_size], 0, len / nkpl_page_size * sizeof *sd);
+	for (uintptr_t p = lo; p < lo + len; p += nkpl_page_size)
+		pinfo_of(p)->arr = SIDE_NONE; /* the policy stays: bound is still right */
 	return false;
 }
 
@@ -373,6 +457,15 @@ static int region_ready(void)
 		return settle(&region_state) == ST_READY ? 0 : -1;
 	uint64_t ps = nkpl_page_size, cap = UINT64_MAX;
 	struct rlimit rl;
+	char oc = '0';
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (read(fd, &oc, 1) != 1)
+			oc = '0';
+		close(fd);
+	}
+	region_rw = oc != '2';
+	int prot = region_rw ? PROT_READ | PROT_WRITE : PROT_NONE;
 	/* The program's own address space first: under a limit, a small share of it. */
 	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY)
 		cap = (uint64_t)rl.rlim_cur / AS_SHARE;
@@ -381,17 +474,16 @@ static int region_ready(void)
 		size_t sl = (size_t)(len / n_sites) & ~(size_t)(SLICE_ALIGN - 1);
 		if (sl < MIN_SLICE)
 			break;
-		if (len + SLICE_ALIGN + len / ps * sizeof(uint32_t) > cap) {
+		if (len + SLICE_ALIGN + len / ps * sizeof(struct pinfo) > cap) {
 			errno = ENOMEM;
 			continue;
 		}
 		/* one extra alignment unit: the slices start 2 MiB-aligned */
-		void *m = nkpl_real_mmap(NULL, len + SLICE_ALIGN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-					 -1, 0);
+		void *m = nkpl_real_mmap(NULL, len + SLICE_ALIGN, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED)
 			continue;
-		size_t side_len = (size_t)(len / ps) * sizeof(uint32_t);
-		void *sd = nkpl_real_mmap(NULL, side_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		size_t side_len = (size_t)(len / ps) * sizeof(struct pinfo);
+		void *sd = nkpl_real_mmap(NULL, side_len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (sd == MAP_FAILED) {
 			nkpl_real_munmap(m, len + SLICE_ALIGN);
 			continue;
@@ -405,11 +497,12 @@ static int region_ready(void)
 			sites[i].hi = sites[i].lo + sl;
 			atomic_store(&sites[i].cur, sites[i].lo);
 		}
-		atomic_store(&side, (uint32_t *)sd);
+		atomic_store(&side, (struct pinfo *)sd);
 		__atomic_store_n(&nkpl_region_lo, lo, __ATOMIC_RELAXED);
 		__atomic_store_n(&nkpl_region_len, (size_t)len, __ATOMIC_RELEASE);
-		nkpl_log("arenas: region %#lx-%#lx (%llu MiB) for %zu sites of small blocks, %zu MiB each", (unsigned long)lo,
-			 (unsigned long)(lo + len), (unsigned long long)(len >> 20), n_sites, sl >> 20);
+		nkpl_log("arenas: region %#lx-%#lx (%llu MiB%s) for %zu sites of small blocks, %zu MiB each",
+			 (unsigned long)lo, (unsigned long)(lo + len), (unsigned long long)(len >> 20),
+			 region_rw ? "" : ", committed extent by extent", n_sites, sl >> 20);
 		atomic_store(&region_state, ST_READY);
 		return 0;
 	}
@@ -539,17 +632,19 @@ void nkpl_arena_runs(int group, const struct nkpl_layout *l, void (*fn)(uintptr_
 		     void *arg)
 {
 	struct site *s = site_of_group(group);
-	uint32_t *sd = atomic_load(&side);
 	uint64_t ps = nkpl_page_size;
-	if (!s || !sd || atomic_load(&s->state) != ST_READY)
+	if (!s || !atomic_load(&side) || atomic_load(&s->state) != ST_READY)
 		return;
 	uintptr_t end = atomic_load(&s->cur), run_lo = 0;
 	int run_node = -1;
-	for (uintptr_t p = s->lo; p < end; p += ps) {
-		uint32_t sv = __atomic_load_n(&sd[(p - nkpl_region_lo) / ps], __ATOMIC_RELAXED);
+	for (uintptr_t p = s->lo; p <= end; p += ps) {
+		uint32_t sv = p < end ? __atomic_load_n(&pinfo_of(p)->arr, __ATOMIC_RELAXED) : SIDE_NONE;
 		int node = layout_node(l, sv);
 		if (run_lo && (sv == SIDE_NONE || node != run_node)) {
 			fn(run_lo, p, run_node, arg);
+			/* a new layout: the policies fn set are not this table's (unknown: bound again at a commit) */
+			for (uintptr_t q = run_lo; l && q < p; q += ps)
+				pinfo_of(q)->bound = 0;
 			run_lo = 0;
 		}
 		if (sv != SIDE_NONE && !run_lo) {
@@ -557,8 +652,6 @@ void nkpl_arena_runs(int group, const struct nkpl_layout *l, void (*fn)(uintptr_
 			run_node = node;
 		}
 	}
-	if (run_lo)
-		fn(run_lo, end, run_node, arg);
 }
 
 int nkpl_arena_stats(int group, struct nkpl_arena_stats *out)
