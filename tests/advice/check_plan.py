@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host tests of the plan runtime (preload/advice/, `numakit run --plan`).
 
-  check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB]
+  check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB] [--plan-lib LIB] [--jemalloc ON|OFF]
 
 Scenarios:
   keys     profile plan_prog with `numakit profile`, take the keys of its
