@@ -18,6 +18,7 @@ PACKAGES=(
   g++ gfortran libomp-14-dev                                        # C++ and Fortran use of the header; LLVM OpenMP runtime
   libdw-dev libelf-dev                                              # profiler: ELF symbols, DWARF, source lines (elfutils)
   libzydis-dev                                                      # profiler: the timer sampler decodes x86-64 instructions (optional)
+  libjemalloc-dev                                                   # plan runtime: arenas for sites of small blocks (optional)
   chromium                                                          # profiler: renders the HTML report headless in tests
 )
 

@@ -14,7 +14,13 @@
  *              phase hook, the first-thread trigger (pthread_create), fork.
  *   alloc.c    malloc family interposers: allocations whose site is in the
  *              plan are served from page-aligned anonymous mappings the
- *              runtime tracks (free, realloc, malloc_usable_size know them).
+ *              runtime tracks (free, realloc, malloc_usable_size know them),
+ *              or, for a site of small blocks (layout blocks), from its arena.
+ *   arena.c    sites of small blocks: one jemalloc arena per site, its
+ *              extents carved from one reserved region, each extent's pages
+ *              placed when jemalloc commits it, after the position in the
+ *              site's array of the block being allocated (built with
+ *              jemalloc, NK_HAVE_JEMALLOC; otherwise stubs that serve nothing).
  *
  * Environment (set by `numakit run --plan`; without NK_PLAN the runtime
  * stays inactive and every interposer just forwards):
@@ -72,6 +78,24 @@ void nkpl_range_bytes(uintptr_t addr, uint64_t first, uint64_t count, uint64_t e
 		      uint64_t ps, uintptr_t *lo, uintptr_t *hi);
 /** 1 when symbol name @p sym (from .symtab) names variable @p want ("count.1" names "count"). */
 int nkpl_sym_matches(const char *sym, const char *want);
+/**
+ * The first frame of heap key @p key ("heap:OBJ+0xOFF;..."): OBJ into @p obj (@p cap bytes with the NUL), OFF into
+ * *off.  0, or -1 when @p key is not a heap key or OBJ does not fit.
+ */
+int nkpl_key_first_frame(const char *key, char *obj, size_t cap, uint64_t *off);
+/**
+ * Layout blocks: the page of a site's array that page @p j of a fresh extent stands for.  The extent's first block
+ * sits at byte @p pos of the array (the bytes the site was asked for before that block) and the blocks after it in
+ * allocation order fill the extent @p ratio as densely as the array (the block's requested size / the size the
+ * allocator gives it; clamped to [0, 1]): floor((pos + j * ps * ratio) / ps), the array's last page (@p npages - 1)
+ * for anything beyond it.  0 when @p npages or @p ps is 0.
+ */
+uint64_t nkpl_site_page(uint64_t pos, uint64_t j, uint64_t ps, double ratio, uint64_t npages);
+/**
+ * The system pages [*lo, *hi) (of @p ps bytes, page 0 at byte 0) whose first byte lies in plan pages
+ * [first, first + count) of @p eps bytes: the pages a "pages" range gives its node.  *lo == *hi when none.
+ */
+void nkpl_plan_pages_sys(uint64_t first, uint64_t count, uint64_t eps, uint64_t ps, uint64_t *lo, uint64_t *hi);
 
 /* ---- elfsym.c ---- */
 /** libstdc++'s __cxa_demangle. */
@@ -96,13 +120,34 @@ int nkpl_heap_active(void);
 int nkpl_busy(void);
 void nkpl_enter(void);
 void nkpl_leave(void);
+/* Entries of the caller filter below (0: no site of small blocks, the usual case: one load). */
+extern size_t nkpl_small_n;
+int nkpl_small_lookup(uintptr_t ra);
+/**
+ * An allocation of less than a page returning to @p ra may be at a site of small blocks: @p ra starts the key of
+ * one (or lies in a runtime, whose caller is unknown).  Lock-free and cheap: every small malloc asks.
+ */
+static inline int nkpl_small_candidate(uintptr_t ra)
+{
+	return __atomic_load_n(&nkpl_small_n, __ATOMIC_RELAXED) && nkpl_small_lookup(ra);
+}
+/** 1 when key group @p group is a site of small blocks served from an arena (layout blocks, jemalloc built in). */
+int nkpl_group_blocks(int group);
+/**
+ * The arena of site of small blocks @p group was made (its first block): count and log the entry whose layout
+ * it follows.  Called by arena.c outside jemalloc.
+ */
+void nkpl_blocks_matched(int group);
 /**
  * The key group (entries sharing one key) of the current call stack, -1 none.
  * @p ra: the return address of the interposer (its caller): when it lies in
  * the program's objects and is no key's first frame, the answer is -1
- * without unwinding the stack (backtrace() costs microseconds).
+ * without unwinding the stack (unwinding costs microseconds).  @p cfa: the
+ * interposer's CFA (__builtin_dwarf_cfa(); 0 unknown): with it, a thread
+ * asking again from the same call path gets its last answer without
+ * unwinding (x86-64).
  */
-int nkpl_site_group(uintptr_t ra);
+int nkpl_site_group(uintptr_t ra, uintptr_t cfa);
 /** 1 when @p ra lies in one of numakit's runtimes (libnumakit_*.so*). */
 int nkpl_in_runtime(uintptr_t ra);
 /** How a tracked block came to be (the log says it). */
@@ -132,5 +177,60 @@ void nkpl_alloc_each(int group, void (*fn)(void *addr, size_t len, void *arg), v
 void nkpl_alloc_fork_prepare(void);
 void nkpl_alloc_fork_parent(void);
 void nkpl_alloc_fork_child(void);
+
+/* ---- arena.c ---- */
+/** A site's array laid out: the node of each of its pages (-1: left to the kernel); nodes NULL: none ("none"). */
+struct nkpl_layout {
+	const int *nodes;
+	uint64_t npages;
+};
+/** 1 when this build serves sites of small blocks (linked with jemalloc). */
+int nkpl_arena_built(void);
+/**
+ * At start, before any allocation is served: the @p n sites of small blocks, their key groups @p groups and keys
+ * @p keys (the plan's strings), @p npages the pages of each one's array.  Reserves nothing yet.  0, -1 (no memory).
+ */
+int nkpl_arena_setup(size_t n, const int *groups, const char *const *keys, const uint64_t *npages);
+/** Extents of @p group handed out from now on follow @p l (NULL: not placed).  @p l must stay valid. */
+void nkpl_arena_set_layout(int group, const struct nkpl_layout *l);
+/**
+ * A block of @p n bytes for site @p group from its arena (made at the first call): aligned to @p align (a power
+ * of two; 0 default), zeroed when @p zero.  NULL: not served (the arena could not be made or is full: counted,
+ * logged once), the caller forwards to the allocator.  Call inside nkpl_enter().
+ */
+void *nkpl_arena_alloc(int group, size_t n, size_t align, int zero);
+/* The region every arena's extents come from: [nkpl_region_lo, nkpl_region_lo + nkpl_region_len), len 0 none. */
+extern uintptr_t nkpl_region_lo;
+extern size_t nkpl_region_len;
+/** 1 when @p p lies in the arenas' region (a block one of them served).  One subtraction and compare. */
+static inline int nkpl_in_region(const void *p)
+{
+	size_t len = __atomic_load_n(&nkpl_region_len, __ATOMIC_ACQUIRE);
+	return len && (uintptr_t)p - __atomic_load_n(&nkpl_region_lo, __ATOMIC_RELAXED) < len;
+}
+/** free / realloc / malloc_usable_size of a block in the region (nkpl_in_region). */
+void nkpl_arena_free(void *p);
+void *nkpl_arena_realloc(void *p, size_t n);
+size_t nkpl_arena_usable(const void *p);
+/**
+ * The pages of @p group's arena handed out to blocks, as runs [lo, hi) of one node under @p l (node -1 for pages
+ * @p l leaves alone or whose position is unknown; @p l NULL: every run with node -1): fn(lo, hi, node, arg).
+ * Lock-free; pages handed out meanwhile may be missed.
+ */
+void nkpl_arena_runs(int group, const struct nkpl_layout *l, void (*fn)(uintptr_t lo, uintptr_t hi, int node, void *arg),
+		     void *arg);
+/** What @p group's arena did (for the exit log). */
+struct nkpl_arena_stats {
+	int made;          /* 1 made, 0 not (no block yet), -1 failed */
+	unsigned arena;    /* jemalloc's index */
+	uintptr_t lo, hi;  /* its slice of the region */
+	uint64_t blocks, bytes, left, frees, reallocs;
+	uint64_t extents;  /* extents committed (each placed, unless no layout applies) */
+	uint64_t grows;    /* extents jemalloc took from the slice (alloc hook calls) */
+	uint64_t unplaced; /* pages whose policy could not be set (mbind failed) */
+};
+/** 0, -1 when @p group is no site of small blocks. */
+int nkpl_arena_stats(int group, struct nkpl_arena_stats *out);
+void nkpl_arena_fork_child(void);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * libnumakit_plan.so allocation interposers (plan.h).
+ * libnumakit_plan.so allocation interposers (advice_rt.h).
  *
  * An allocation of at least one page whose call stack has a key in the plan
  * is served from a fresh page-aligned anonymous mapping: the policy can then
@@ -10,6 +10,13 @@
  * malloc_usable_size recognise it; everything else goes to the next
  * allocator (libc's, or the profiler runtime's chain when both are loaded).
  * Runtime-internal allocations (nkpl_busy) are never served or looked up.
+ *
+ * A site of small blocks (layout blocks, arena.c) is served whole, any size,
+ * from its arena.  An allocation under a page is looked at only when its
+ * caller's return address starts such a site's key (nkpl_small_candidate:
+ * a few compares, no lock), so the program's other small allocations cost
+ * what they did.  Blocks of the arenas' region go back to jemalloc in free,
+ * realloc and malloc_usable_size before anything else (one range check).
  *
  * Anonymous private read-write mappings the program makes itself with mmap
  * at a planned site are recorded too (kind NKPL_MMAP): their policy is
@@ -194,16 +201,24 @@ static int release(void *p)
 	return 1;
 }
 
-/* A mapping for @p n bytes when the call stack's site is in the plan, else NULL (the caller forwards). */
-static void *serve(size_t n, size_t align, int *group_out, uintptr_t ra)
+/*
+ * A block for @p n bytes (aligned to @p align, a power of two or 0; zeroed when @p zero) when the call stack's site
+ * is in the plan, else NULL (the caller forwards): from the site's arena for a site of small blocks, else a
+ * mapping of its own when @p n is at least a page.
+ */
+static void *serve(size_t n, size_t align, int zero, int *group_out, uintptr_t ra, uintptr_t cfa)
 {
 	uint64_t ps = nkpl_page_size;
 	void *p = NULL;
-	if (!ps || n < ps || align > ps || !nkpl_heap_active() || nkpl_busy())
+	if (!ps || ((n < ps || align > ps) && !nkpl_small_candidate(ra)) || !nkpl_heap_active() || nkpl_busy())
 		return NULL;
 	nkpl_enter();
-	int g = nkpl_site_group(ra);
-	if (g < 0)
+	int g = nkpl_site_group(ra, cfa);
+	if (nkpl_group_blocks(g)) {
+		p = nkpl_arena_alloc(g, n, align, zero);
+		goto out;
+	}
+	if (g < 0 || n < ps || align > ps)
 		goto out;
 	size_t len = (n + ps - 1) & ~(size_t)(ps - 1);
 	if (len < n)
@@ -233,21 +248,21 @@ out:
 
 /* ---------------------------------------------------------------- malloc family */
 
-/* @p ra: the return address of the interposer the program called (serve's fast filter). */
-static void *do_malloc(size_t n, uintptr_t ra)
+/* @p ra, @p cfa: the return address and CFA of the interposer the program called (serve's filter and memo). */
+static void *do_malloc(size_t n, uintptr_t ra, uintptr_t cfa)
 {
 	if (atomic_load_explicit(&resolved, memory_order_acquire) != 2) {
 		if (atomic_load(&resolved) == 1)
 			return boot_alloc(n);
 		nkpl_alloc_resolve();
 	}
-	void *p = serve(n, 0, NULL, ra);
+	void *p = serve(n, 0, 0, NULL, ra, cfa);
 	return p ? p : real_malloc(n);
 }
 
 NKPL_EXPORT void *malloc(size_t n)
 {
-	return do_malloc(n, (uintptr_t)__builtin_return_address(0));
+	return do_malloc(n, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
 }
 
 NKPL_EXPORT void *calloc(size_t a, size_t b)
@@ -262,7 +277,8 @@ NKPL_EXPORT void *calloc(size_t a, size_t b)
 			return boot_alloc(n);
 		nkpl_alloc_resolve();
 	}
-	void *p = serve(n, 0, NULL, (uintptr_t)__builtin_return_address(0)); /* fresh anonymous pages are zero */
+	/* a fresh mapping is zero; an arena block is asked for zeroed */
+	void *p = serve(n, 0, 1, NULL, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
 	return p ? p : real_calloc(a, b);
 }
 
@@ -270,6 +286,10 @@ NKPL_EXPORT void free(void *p)
 {
 	if (!p || is_boot(p))
 		return;
+	if (nkpl_in_region(p)) {
+		nkpl_arena_free(p);
+		return;
+	}
 	RESOLVE();
 	if (release(p))
 		return;
@@ -283,11 +303,13 @@ NKPL_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (is_boot(p))
 		return *(size_t *)((char *)p - 16);
+	if (nkpl_in_region(p))
+		return nkpl_arena_usable(p);
 	size_t len = tracked_len(p, NULL);
 	return len ? len : real_usable(p);
 }
 
-static void *do_realloc(void *old, size_t n, uintptr_t ra)
+static void *do_realloc(void *old, size_t n, uintptr_t ra, uintptr_t cfa)
 {
 	if (atomic_load_explicit(&resolved, memory_order_acquire) != 2) {
 		if (atomic_load(&resolved) == 1) {
@@ -302,13 +324,15 @@ static void *do_realloc(void *old, size_t n, uintptr_t ra)
 	}
 	if (old && is_boot(old)) {
 		size_t had = *(size_t *)((char *)old - 16);
-		void *p = do_malloc(n, ra);
+		void *p = do_malloc(n, ra, cfa);
 		if (p)
 			memcpy(p, old, had < n ? had : n);
 		return p;
 	}
 	if (!old)
-		return do_malloc(n, ra);
+		return do_malloc(n, ra, cfa);
+	if (nkpl_in_region(old))
+		return nkpl_arena_realloc(old, n);
 	int group = -1;
 	size_t had = tracked_len(old, &group);
 	if (had) {
@@ -344,9 +368,9 @@ static void *do_realloc(void *old, size_t n, uintptr_t ra)
 		release(old);
 		return p;
 	}
-	/* An ordinary block: a realloc site of the plan moves it into a tracked mapping. */
-	if (n >= nkpl_page_size && nkpl_heap_active() && !nkpl_busy()) {
-		void *p = serve(n, 0, NULL, ra);
+	/* An ordinary block: a realloc site of the plan moves it into a tracked mapping or its arena. */
+	if (n && nkpl_heap_active() && !nkpl_busy()) {
+		void *p = serve(n, 0, 0, NULL, ra, cfa);
 		if (p) {
 			size_t u = real_usable(old);
 			memcpy(p, old, u < n ? u : n);
@@ -359,7 +383,7 @@ static void *do_realloc(void *old, size_t n, uintptr_t ra)
 
 NKPL_EXPORT void *realloc(void *old, size_t n)
 {
-	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0));
+	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
 }
 
 NKPL_EXPORT void *reallocarray(void *old, size_t a, size_t b)
@@ -370,14 +394,14 @@ NKPL_EXPORT void *reallocarray(void *old, size_t a, size_t b)
 		return NULL;
 	}
 	/* libc's reallocarray calls its own realloc, which knows nothing of our blocks */
-	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0));
+	return do_realloc(old, n, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
 }
 
 NKPL_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 {
 	RESOLVE();
 	if (al && !(al & (al - 1)) && al % sizeof(void *) == 0) {
-		void *p = serve(n, al, NULL, (uintptr_t)__builtin_return_address(0));
+		void *p = serve(n, al, 0, NULL, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa());
 		if (p) {
 			*out = p;
 			return 0;
@@ -386,18 +410,32 @@ NKPL_EXPORT int posix_memalign(void **out, size_t al, size_t n)
 	return real_posix_memalign(out, al, n);
 }
 
+/* An alignment that is not a power of two is rounded up to one, as glibc's memalign does. */
+static size_t pow2_align(size_t al)
+{
+	size_t p = 1;
+	while (p < al && p <= SIZE_MAX / 2)
+		p <<= 1;
+	return p < al ? 0 : p;
+}
+
 #define ALIGNED(name, args, call, al, size)                                                                         \
 	NKPL_EXPORT void *name args                                                                                 \
 	{                                                                                                           \
 		RESOLVE();                                                                                          \
-		void *p = serve(size, al, NULL, (uintptr_t)__builtin_return_address(0));                            \
+		size_t al_ = pow2_align(al), n_ = (size);                                                           \
+		uintptr_t ra_ = (uintptr_t)__builtin_return_address(0), cfa_ = (uintptr_t)__builtin_dwarf_cfa();   \
+		void *p = !al_ || n_ == SIZE_MAX ? NULL : serve(n_, al_, 0, NULL, ra_, cfa_);                       \
 		return p ? p : call;                                                                                \
 	}
 
 ALIGNED(aligned_alloc, (size_t al, size_t n), real_aligned_alloc(al, n), al, n)
 ALIGNED(memalign, (size_t al, size_t n), real_memalign(al, n), al, n)
-ALIGNED(valloc, (size_t n), real_valloc(n), 0, n)
-ALIGNED(pvalloc, (size_t n), real_pvalloc(n), 0, n)
+ALIGNED(valloc, (size_t n), real_valloc(n), (size_t)nkpl_page_size, n)
+/* pvalloc: whole pages (its size rounded up, as glibc's) */
+ALIGNED(pvalloc, (size_t n), real_pvalloc(n), (size_t)nkpl_page_size,
+	nkpl_page_size && n <= SIZE_MAX - nkpl_page_size ? (n + nkpl_page_size - 1) & ~(size_t)(nkpl_page_size - 1)
+							 : SIZE_MAX)
 
 /* ---------------------------------------------------------------- mmap family */
 
@@ -448,8 +486,8 @@ NKPL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	 * the program's mmap, which cannot be told apart here: not matched.  Under the profiler,
 	 * mmap sites are left alone.
 	 */
-	int g = nkpl_in_runtime(ra) ? -1 : nkpl_site_group(ra);
-	if (g >= 0) {
+	int g = nkpl_in_runtime(ra) ? -1 : nkpl_site_group(ra, (uintptr_t)__builtin_dwarf_cfa());
+	if (g >= 0 && !nkpl_group_blocks(g)) { /* a site of small blocks is its arena: its own mappings are left alone */
 		size_t whole = (len + ps - 1) & ~(size_t)(ps - 1);
 		pthread_mutex_lock(&blk_lock);
 		int rc = blk_insert((uintptr_t)p, whole, g, NKPL_MMAP);

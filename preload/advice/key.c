@@ -1,6 +1,6 @@
 /*
- * libnumakit_plan.so pure logic (plan.h): heap keys and page arithmetic.
- * No system calls, no allocation: unit-tested on synthetic objects.
+ * libnumakit_plan.so pure logic (advice_rt.h): heap keys and page arithmetic, the page of a site's array
+ * an arena page stands for (layout blocks).  No system calls, no allocation: unit-tested on synthetic objects.
  *
  * The heap key must be byte for byte the one the analysis wrote from the
  * profile (src/profile/analysis.c site_var): the analysis locates
@@ -12,6 +12,7 @@
  * profiler's (both libnumakit_*.so*) when running together.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "advice_rt.h"
@@ -106,4 +107,57 @@ int nkpl_sym_matches(const char *sym, const char *want)
 		return 1;
 	/* a static local: "count.1", "buf.lto_priv.0" (the analysis shows DWARF's "count") */
 	return sym[n] == '.' && sym[n + 1] >= '0' && sym[n + 1] <= '9' ? 1 : !strncmp(sym + n, ".lto_priv.", 10);
+}
+
+int nkpl_key_first_frame(const char *key, char *obj, size_t cap, uint64_t *off)
+{
+	const char *f, *plus, *end;
+	char *stop = NULL;
+
+	if (!key || strncmp(key, "heap:", 5) || !obj || !cap || !off)
+		return -1;
+	f = key + 5;
+	end = strchr(f, ';');
+	if (!end)
+		end = f + strlen(f);
+	/* the last '+' of the frame: an object's name may hold one ("libstdc++.so.6") */
+	for (plus = end; plus > f && plus[-1] != '+'; plus--)
+		;
+	if (plus <= f + 1 || (size_t)(plus - 1 - f) >= cap || strncmp(plus, "0x", 2))
+		return -1;
+	unsigned long long v = strtoull(plus + 2, &stop, 16);
+	if (stop != end || stop == plus + 2)
+		return -1;
+	memcpy(obj, f, (size_t)(plus - 1 - f));
+	obj[plus - 1 - f] = 0;
+	*off = v;
+	return 0;
+}
+
+uint64_t nkpl_site_page(uint64_t pos, uint64_t j, uint64_t ps, double ratio, uint64_t npages)
+{
+	if (!npages || !ps)
+		return 0;
+	if (!(ratio > 0)) /* also NaN */
+		ratio = 0;
+	if (ratio > 1)
+		ratio = 1;
+	double at = (double)pos + (double)j * (double)ps * ratio;
+	double last = (double)(npages - 1);
+	double page = at / (double)ps;
+	if (page >= last)
+		return npages - 1;
+	return (uint64_t)page;
+}
+
+void nkpl_plan_pages_sys(uint64_t first, uint64_t count, uint64_t eps, uint64_t ps, uint64_t *lo, uint64_t *hi)
+{
+	*lo = *hi = 0;
+	if (!eps || !ps || !count || first > UINT64_MAX / eps || count > UINT64_MAX / eps - first)
+		return;
+	uint64_t a = first * eps, b = (first + count) * eps; /* bytes [a, b) of the array */
+	*lo = a / ps + (a % ps != 0);                        /* the first system page starting at or after a */
+	*hi = b / ps + (b % ps != 0);
+	if (*hi < *lo)
+		*hi = *lo;
 }

@@ -1,6 +1,8 @@
 /*
- * libnumakit_plan.so runtime core (plan.h): the plan, the machine, statics,
- * applying entries, phases, the first thread, the log and the summary.
+ * libnumakit_plan.so runtime core (advice_rt.h): the plan, the machine, statics,
+ * applying entries, phases, the first thread, the log and the summary; for
+ * sites of small blocks (layout blocks) their layouts, the caller filter of
+ * small allocations, and moving their arenas' pages at later entries.
  *
  * Entries are grouped by key (one group per distinct key; a key may have an
  * at-allocation entry and entries for later phases).  A group is matched by
@@ -11,7 +13,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "advice_rt.h"
 #include "runtime/runtime.h"
@@ -47,6 +49,10 @@ static struct {
 	int *gheap;        /* per group: 1 heap key */
 	uintptr_t *saddr;  /* per group: static's address (0 unresolved) */
 	uint64_t *ssize;
+	int *gblocks;      /* per group: 1 a site of small blocks served from its arena (layout blocks, jemalloc built in) */
+	int *gcur;         /* per group of small blocks: the entry whose layout new extents follow, -1 none yet */
+	struct nkpl_layout *lay; /* per entry of layout blocks: its policy laid over the site's array */
+	int *lay_ok;       /* per entry: 1 the layout was built */
 	size_t n_groups;
 	atomic_int first_thread_done;
 	char phase[128];   /* current phase, "" none */
@@ -174,14 +180,16 @@ static int objs_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static atomic_int objs_dirty;
+static atomic_uint objs_gen; /* bumped at every scan of the objects (nkpl_site_group's memo) */
+
 /* obj_lock held. */
 static void scan_objects(void)
 {
 	n_objs = 0;
 	dl_iterate_phdr(objs_cb, NULL);
+	atomic_fetch_add(&objs_gen, 1);
 }
-
-static atomic_int objs_dirty;
 
 /*
  * 1 when the caller's return address @p ra rules every heap key out: it lies in one of the
@@ -204,6 +212,67 @@ static int ruled_out(uintptr_t ra)
 	return 1;
 }
 
+/*
+ * The caller filter of small allocations (nkpl_small_candidate): the return addresses that start the key of a site
+ * of small blocks, and the runtimes' code (under the profiler the caller is its interposer).  Rewritten under
+ * obj_lock whenever the objects are scanned, read without a lock by every malloc under a page: a reader racing a
+ * rewrite may unwind once for nothing or miss one block, never more.
+ */
+#define SMALL_RAS 64
+#define SMALL_RT 8
+static uintptr_t small_ras[SMALL_RAS];
+static atomic_size_t n_small_ras;
+static uintptr_t small_rt[SMALL_RT][2];
+static atomic_size_t n_small_rt;
+size_t nkpl_small_n; /* n_small_ras + n_small_rt, for the inline test */
+
+int nkpl_small_lookup(uintptr_t ra)
+{
+	size_t n = atomic_load_explicit(&n_small_ras, memory_order_acquire);
+	for (size_t i = 0; i < n; i++)
+		if (small_ras[i] == ra)
+			return 1;
+	n = atomic_load_explicit(&n_small_rt, memory_order_acquire);
+	for (size_t i = 0; i < n; i++)
+		if (ra >= small_rt[i][0] && ra < small_rt[i][1])
+			return 1;
+	return 0;
+}
+
+int nkpl_group_blocks(int group)
+{
+	return group >= 0 && (size_t)group < st.n_groups && st.gblocks && st.gblocks[group];
+}
+
+/* obj_lock held, objects scanned. */
+static void small_filter_update(void)
+{
+	size_t k = 0, r = 0;
+	int any = 0;
+	for (size_t g = 0; g < st.n_groups; g++) {
+		char obj[256];
+		uint64_t off;
+		if (!nkpl_group_blocks((int)g) || nkpl_key_first_frame(st.gkey[g], obj, sizeof obj, &off))
+			continue;
+		any = 1;
+		for (size_t i = 0; i < n_objs && k < SMALL_RAS; i++) {
+			uintptr_t ra = objs[i].bias + (uintptr_t)off + 1;
+			if (!objs[i].runtime && !strcmp(objs[i].name, obj) && ra > objs[i].lo && ra <= objs[i].hi)
+				small_ras[k++] = ra;
+		}
+	}
+	uintptr_t self = (uintptr_t)&nkpl_small_lookup; /* this runtime calls malloc only inside nkpl_enter() */
+	for (size_t i = 0; any && i < n_objs && r < SMALL_RT; i++)
+		if (objs[i].runtime && !(self >= objs[i].lo && self < objs[i].hi)) {
+			small_rt[r][0] = objs[i].lo + 1; /* ra - 1 inside, as nkpl_site_group locates it */
+			small_rt[r][1] = objs[i].hi + 1;
+			r++;
+		}
+	atomic_store_explicit(&n_small_ras, k, memory_order_release);
+	atomic_store_explicit(&n_small_rt, r, memory_order_release);
+	__atomic_store_n(&nkpl_small_n, k + r, __ATOMIC_RELEASE);
+}
+
 int nkpl_in_runtime(uintptr_t ra)
 {
 	pthread_mutex_lock(&obj_lock);
@@ -213,26 +282,142 @@ int nkpl_in_runtime(uintptr_t ra)
 	return r;
 }
 
-int nkpl_site_group(uintptr_t ra)
-{
-	void *fr[40];
-	uintptr_t ips[40];
-	char key[NKPL_KEY_MAX];
-	int n, g = -1;
+/*
+ * The call stack, with each frame's CFA (for the memo below): _Unwind_Backtrace, as backtrace() is built on it
+ * (the same return addresses), stopping 12 frames past the one returning to @p ra.
+ */
+#define UW_MAX 40
+struct unwound {
+	uintptr_t ip[UW_MAX], cfa[UW_MAX];
+	int n, at_ra; /* frames; the index of the frame whose ip is ra, -1 none */
+	uintptr_t ra;
+};
 
+static _Unwind_Reason_Code unwind_cb(struct _Unwind_Context *c, void *arg)
+{
+	struct unwound *u = arg;
+	uintptr_t ip = (uintptr_t)_Unwind_GetIP(c);
+	if (u->n >= UW_MAX || !ip || (u->at_ra >= 0 && u->n >= u->at_ra + 12))
+		return _URC_END_OF_STACK;
+	u->ip[u->n] = ip;
+	u->cfa[u->n] = (uintptr_t)_Unwind_GetCFA(c);
+	if (ip == u->ra && u->at_ra < 0)
+		u->at_ra = u->n;
+	u->n++;
+	return _URC_NO_REASON;
+}
+
+#if defined(__x86_64__)
+/*
+ * A per-thread memo of the last answers, so that a site allocating in a loop is unwound once, not per block
+ * (unwinding costs about 1.5 us; a site of small blocks asks at every block).  Keyed by the interposer's return
+ * address and CFA; valid while the return addresses on the stack that made the key are still there (x86-64:
+ * return address i at the CFA the unwinder reports with it, minus 8; checked when the memo is made): given the
+ * first frame and the stack pointer, each following return address sits at a place fixed by the frame before
+ * it, so equal values at those places are the same call path.
+ * Why reading those places is safe: the first lies in the frame of the function that called the interposer
+ * (active: it is the same function at the same stack pointer), and each following one in the frame of the
+ * function the previous match showed active, so every read is inside the current call chain.  A frame of
+ * variable size (alloca) could leave an old value at an old place and match by accident: the answer is then
+ * that of the old path (one block served or not, the program sees no difference), and the place read is still
+ * below this thread's first frame, on its stack.  Only a thread that also moves to another stack mapped at the
+ * same addresses (coroutines) could read past it.  No lock, no call: pthread_getattr_np, for one, allocates
+ * under a lock of its own (the profiler calls it, and its calloc comes here).
+ */
+#define MEMO_WAYS 4
+#define MEMO_SLOTS 8
+#define MEMO_REACH (1u << 20) /* the places read lie at most this far above the interposer's CFA */
+struct memo {
+	uintptr_t ra, cfa;
+	unsigned gen;
+	int n, group;
+	uintptr_t slot[MEMO_SLOTS], val[MEMO_SLOTS];
+};
+static __thread struct memo memo[MEMO_WAYS] __attribute__((tls_model("initial-exec")));
+
+static struct memo *memo_of(uintptr_t ra, uintptr_t cfa)
+{
+	return &memo[((ra >> 2) ^ (cfa >> 4)) % MEMO_WAYS];
+}
+
+static int memo_get(uintptr_t ra, uintptr_t cfa, int *group)
+{
+	struct memo *m = memo_of(ra, cfa);
+	if (!cfa || m->ra != ra || m->cfa != cfa || m->gen != atomic_load_explicit(&objs_gen, memory_order_relaxed) ||
+	    atomic_load_explicit(&objs_dirty, memory_order_relaxed))
+		return 0;
+	for (int k = 0; k < m->n; k++)
+		if (*(const volatile uintptr_t *)m->slot[k] != m->val[k])
+			return 0;
+	*group = m->group;
+	return 1;
+}
+
+/* Remember the answer @p group for the stack @p u whose key ended at frame @p last. */
+static void memo_put(uintptr_t ra, uintptr_t cfa, const struct unwound *u, int last, unsigned gen, int group)
+{
+	struct memo *m = memo_of(ra, cfa);
+	if (!cfa || u->at_ra < 0 || last <= u->at_ra || last - u->at_ra > MEMO_SLOTS)
+		return;
+	m->ra = 0; /* a signal handler's malloc meanwhile sees no entry */
+	__asm__ volatile("" ::: "memory");
+	m->n = 0;
+	for (int i = u->at_ra + 1; i <= last; i++) {
+		uintptr_t slot = u->cfa[i] - sizeof(uintptr_t);
+		if (slot < cfa || slot - cfa >= MEMO_REACH || (m->n && slot <= m->slot[m->n - 1]) ||
+		    *(const uintptr_t *)slot != u->ip[i])
+			return; /* not where the return address should be: no memo */
+		m->slot[m->n] = slot;
+		m->val[m->n] = u->ip[i];
+		m->n++;
+	}
+	m->cfa = cfa;
+	m->gen = gen;
+	m->group = group;
+	__asm__ volatile("" ::: "memory");
+	m->ra = ra;
+}
+#else
+static int memo_get(uintptr_t ra, uintptr_t cfa, int *group)
+{
+	return 0;
+}
+static void memo_put(uintptr_t ra, uintptr_t cfa, const struct unwound *u, int last, unsigned gen, int group)
+{
+}
+#endif
+
+int nkpl_site_group(uintptr_t ra, uintptr_t cfa)
+{
+	struct unwound u;
+	char key[NKPL_KEY_MAX];
+	int g = -1, last = -1;
+
+	if (memo_get(ra, cfa, &g))
+		return g;
 	pthread_mutex_lock(&obj_lock);
-	if (atomic_exchange(&objs_dirty, 0))
+	if (atomic_exchange(&objs_dirty, 0)) {
 		scan_objects();
+		small_filter_update();
+	}
 	if (ruled_out(ra)) {
 		pthread_mutex_unlock(&obj_lock);
 		return -1;
 	}
 	pthread_mutex_unlock(&obj_lock);
-	n = backtrace(fr, 40);
-	for (int i = 0; i < n; i++)
-		ips[i] = (uintptr_t)fr[i];
+	u.n = 0;
+	u.at_ra = -1;
+	u.ra = ra;
+	_Unwind_Backtrace(unwind_cb, &u);
 	pthread_mutex_lock(&obj_lock);
-	int frames = nkpl_key_format(ips, (size_t)n, objs, n_objs, key, sizeof key);
+	unsigned gen = atomic_load(&objs_gen);
+	int frames = nkpl_key_format(u.ip, (size_t)u.n, objs, n_objs, key, sizeof key);
+	/* the frame that gave the key its last frame (as nkpl_key_format counts) */
+	for (int i = 0, k = 0; i < u.n && k < frames; i++) {
+		const struct nkpl_obj *o = u.ip[i] > 1 ? nkpl_obj_of(objs, n_objs, u.ip[i] - 1) : NULL;
+		if (o && !o->runtime && ++k == frames)
+			last = i;
+	}
 	pthread_mutex_unlock(&obj_lock);
 	if (!frames)
 		return -1;
@@ -241,6 +426,9 @@ int nkpl_site_group(uintptr_t ra)
 			g = (int)i;
 			break;
 		}
+	/* a key of fewer frames ended with the stack (or where unwinding stopped): not memoised */
+	if (frames == NKPL_KEY_FRAMES)
+		memo_put(ra, cfa, &u, last, gen, g);
 	return g;
 }
 
@@ -412,11 +600,250 @@ static void apply_block(void *addr, size_t len, void *arg)
 	apply_entry(a->e, "heap", (uintptr_t)addr, len, (uintptr_t)addr, (uintptr_t)addr + len);
 }
 
+/* ---------------------------------------------------------------- sites of small blocks */
+
+/*
+ * Entry @p e of layout blocks: its policy over the site's array (site_bytes), one node per page, built once on
+ * this machine.  "none": no nodes; "pages": each range's node on the system pages starting in it, -1 elsewhere.
+ */
+static int build_layout(size_t e, nk_error *err)
+{
+	const struct nk__advice_entry_info *en = &st.ent[e];
+	uint64_t ps = nkpl_page_size, np = en->site_bytes / ps + (en->site_bytes % ps != 0);
+	int *nodes = NULL, rc = 0;
+
+	st.lay[e] = (struct nkpl_layout){ NULL, np };
+	if (!strcmp(en->policy, "none"))
+		return 0;
+	if (np > SIZE_MAX / sizeof *nodes || !(nodes = malloc((size_t)np * sizeof *nodes)))
+		return NK_ENOMEM;
+	if (!strcmp(en->policy, "pages")) {
+		uint64_t eps = en->page_size ? en->page_size : ps;
+		for (uint64_t i = 0; i < np; i++)
+			nodes[i] = -1;
+		for (size_t r = 0; r < en->n_ranges; r++) {
+			uint64_t first = 0, count = 0, lo, hi;
+			int node = -1;
+			(void)nk__advice_entry_range(st.plan, e, r, &first, &count, &node); /* r < n_ranges: cannot fail */
+			nkpl_plan_pages_sys(first, count, eps, ps, &lo, &hi);
+			for (uint64_t i = lo; i < hi && i < np; i++)
+				nodes[i] = node;
+		}
+	} else if (st.pol[e]) {
+		nk_region r = { .addr = NULL, .len = (size_t)en->site_bytes };
+		nk_plan *pl = NULL;
+		rc = nk_plan_build(st.m, st.pol[e], &r, &pl, err);
+		if (!rc) {
+			size_t n = nk_plan_num_pages(pl);
+			if (n > np)
+				n = (size_t)np;
+			rc = n ? nk_plan_nodes(pl, 0, n, nodes) : NK_EINVAL;
+			for (uint64_t i = n; !rc && i < np; i++)
+				nodes[i] = nodes[n - 1];
+		}
+		nk_plan_free(pl);
+	} else {
+		rc = NK_EINVAL;
+		snprintf(err->message, sizeof err->message, "policy %s could not be parsed", en->policy);
+	}
+	if (rc) {
+		free(nodes);
+		return rc;
+	}
+	st.lay[e].nodes = nodes;
+	return 0;
+}
+
+/* Which entry of a site of small blocks new extents follow: its latest due one (phase, first-parallel, alloc). */
+static int blocks_current(int g)
+{
+	int cur = -1, rank = -1;
+	for (size_t e = 0; e < st.n_entries; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
+		if (st.group[e] != g || !st.lay_ok[e] || !due(en, 1))
+			continue;
+		int r = en->when == NK__ADVICE_AT_PHASE ? 2 : en->when == NK__ADVICE_AT_FIRST_PARALLEL ? 1 : 0;
+		if (r > rank) {
+			rank = r;
+			cur = (int)e;
+		}
+	}
+	return cur;
+}
+
+void nkpl_blocks_matched(int group)
+{
+	if (!nkpl_group_blocks(group))
+		return;
+	pthread_mutex_lock(&apply_lock);
+	int cur = st.gcur[group], any = 0;
+	/* Every entry due now applies to the array from its first block, as to an instance at its birth; the latest
+	 * one due is the layout the extents follow. */
+	for (size_t e = 0; e < st.n_entries; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
+		if (st.group[e] != group || !due(en, 1))
+			continue;
+		any = 1;
+		st.matched[e]++;
+		if (!st.lay_ok[e]) {
+			st.failed[e]++;
+			continue;
+		}
+		st.applied[e]++;
+		nkpl_log("match blocks %s policy %s (%s%s%s): its array of %llu bytes (%llu pages) %s", en->key, en->policy,
+			 when_name(en->when), en->phase ? " " : "", en->phase ? en->phase : "",
+			 (unsigned long long)en->site_bytes, (unsigned long long)st.lay[e].npages,
+			 (int)e != cur	      ? "(a later entry is due too: its layout is followed)"
+			 : st.lay[e].nodes ? "placed as its blocks are allocated"
+					   : "served from its arena, not placed");
+	}
+	if (!any)
+		nkpl_log("match blocks %s: served from its arena, not placed until an entry of it is due", st.gkey[group]);
+	pthread_mutex_unlock(&apply_lock);
+}
+
+struct relayout {
+	const nk_policy *pol; /* bind:nodes=node, kept while runs go to one node */
+	int node;
+	nk_apply_result sum;
+	int rc;
+	nk_error err;
+};
+
+static void relayout_run(uintptr_t lo, uintptr_t hi, int node, void *arg)
+{
+	struct relayout *r = arg;
+	char text[48];
+	if (node < 0 || r->rc)
+		return;
+	if (node != r->node) {
+		nk_policy_free((nk_policy *)r->pol);
+		r->pol = NULL;
+		nk_policy *p = NULL;
+		snprintf(text, sizeof text, "bind:nodes=%d", node);
+		if ((r->rc = nk_policy_parse(text, &p, &r->err)))
+			return;
+		r->pol = p;
+		r->node = node;
+	}
+	r->rc = apply_one(r->pol, lo, hi, &r->sum, &r->err);
+}
+
+/*
+ * Entry @p e of a site of small blocks is due (first thread, phase): extents handed out from now on follow its
+ * layout, and the pages handed out so far move to it (each page to the node of its array page).  apply_lock held.
+ */
+static void blocks_relayout(size_t e)
+{
+	const struct nk__advice_entry_info *en = &st.ent[e];
+	int g = st.group[e];
+	struct nkpl_arena_stats as;
+
+	if (!st.lay_ok[e]) {
+		st.matched[e]++;
+		st.failed[e]++;
+		return;
+	}
+	st.gcur[g] = (int)e;
+	nkpl_arena_set_layout(g, &st.lay[e]);
+	if (nkpl_arena_stats(g, &as) || as.made != 1) {
+		nkpl_log("blocks %s policy %s (%s%s%s): for the blocks allocated from now on", en->key, en->policy,
+			 when_name(en->when), en->phase ? " " : "", en->phase ? en->phase : "");
+		return;
+	}
+	st.matched[e]++;
+	if (!st.lay[e].nodes) {
+		st.applied[e]++;
+		nkpl_log("match blocks %s policy %s (%s%s%s): left as they are", en->key, en->policy, when_name(en->when),
+			 en->phase ? " " : "", en->phase ? en->phase : "");
+		return;
+	}
+	struct relayout r = { .node = -1, .err = { 0, "" } };
+	nkpl_enter();
+	nkpl_arena_runs(g, &st.lay[e], relayout_run, &r);
+	nk_policy_free((nk_policy *)r.pol);
+	nkpl_leave();
+	if (r.rc) {
+		st.failed[e]++;
+		nkpl_log("error blocks %s policy %s (%s%s%s): %s; pages moved so far stay", en->key, en->policy,
+			 when_name(en->when), en->phase ? " " : "", en->phase ? en->phase : "",
+			 r.err.message[0] ? r.err.message : nk_strerror(r.rc));
+		return;
+	}
+	st.applied[e]++;
+	nkpl_log("match blocks %s policy %s (%s%s%s): pages %zu placed %zu moved %zu in_place %zu fallback %zu failed %zu",
+		 en->key, en->policy, when_name(en->when), en->phase ? " " : "", en->phase ? en->phase : "", r.sum.pages,
+		 r.sum.pages_untouched, r.sum.pages_moved, r.sum.pages_in_place, r.sum.pages_fallback, r.sum.pages_failed);
+}
+
+struct where_sum {
+	size_t counts[258];
+	int nn;
+	int bad;
+};
+
+static void where_run(uintptr_t lo, uintptr_t hi, int node, void *arg)
+{
+	struct where_sum *w = arg;
+	size_t c[258];
+	if (w->bad || nk_where(st.m, (void *)lo, hi - lo, NULL, c)) {
+		w->bad = 1;
+		return;
+	}
+	for (int i = 0; i <= w->nn; i++)
+		w->counts[i] += c[i];
+}
+
+/* At exit, with a log: what each site of small blocks' arena served and where its pages are. */
+static void blocks_report(void)
+{
+	for (size_t g = 0; g < st.n_groups && st.log_fd >= 0; g++) {
+		struct nkpl_arena_stats as;
+		char w[512];
+		size_t used = 0;
+		if (!nkpl_group_blocks((int)g) || nkpl_arena_stats((int)g, &as))
+			continue;
+		struct where_sum ws = { .nn = nk_machine_num_nodes(st.m) };
+		w[0] = 0;
+		if (ws.nn <= 0 || ws.nn > 256) {
+			snprintf(w, sizeof w, "unknown");
+		} else {
+			nkpl_enter();
+			nkpl_arena_runs((int)g, NULL, where_run, &ws);
+			nkpl_leave();
+			for (int i = 0; i <= ws.nn && used < sizeof w && !ws.bad; i++) {
+				if (!ws.counts[i])
+					continue;
+				int k = i < ws.nn ? snprintf(w + used, sizeof w - used, "%s%d:%zu", used ? " " : "",
+							     nk_machine_node_id(st.m, i), ws.counts[i])
+						  : snprintf(w + used, sizeof w - used, "%suntouched:%zu", used ? " " : "",
+							     ws.counts[i]);
+				if (k < 0)
+					break;
+				used += (size_t)k;
+			}
+			if (ws.bad)
+				snprintf(w, sizeof w, "unknown");
+			else if (!used)
+				snprintf(w, sizeof w, "none");
+		}
+		nkpl_log("site %s: %llu blocks (%.1f MiB) served from its arena, %llu left to the allocator, %llu frees, "
+			 "%llu reallocs; %llu extents committed, %llu taken from its slice %#lx-%#lx, %llu pages not placed; "
+			 "pages by node: %s",
+			 st.gkey[g], (unsigned long long)as.blocks, (double)as.bytes / (1024.0 * 1024.0),
+			 (unsigned long long)as.left, (unsigned long long)as.frees, (unsigned long long)as.reallocs,
+			 (unsigned long long)as.extents, (unsigned long long)as.grows, (unsigned long)as.lo,
+			 (unsigned long)as.hi, (unsigned long long)as.unplaced, w);
+	}
+}
+
 /* Entry @p e applies now (first thread, phase): to its static and to every live block.  apply_lock held. */
 static void apply_now(size_t e)
 {
 	int g = st.group[e];
-	if (st.saddr[g]) {
+	if (st.gblocks[g]) {
+		blocks_relayout(e);
+	} else if (st.saddr[g]) {
 		uintptr_t lo, hi;
 		nkpl_inner_pages(st.saddr[g], st.ssize[g], nkpl_page_size, &lo, &hi);
 		apply_entry(e, strncmp(st.gkey[g], "name:", 5) ? "static" : "named", st.saddr[g], st.ssize[g], lo, hi);
@@ -433,6 +860,7 @@ static void resolve_statics(void)
 {
 	pthread_mutex_lock(&obj_lock);
 	scan_objects();
+	small_filter_update();
 	for (size_t g = 0; g < st.n_groups; g++) {
 		const char *k = st.gkey[g];
 		if (st.saddr[g] || strncmp(k, "static:", 7))
@@ -608,6 +1036,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	nkpl_arena_fork_child();
 	nkpl_alloc_fork_child();
 	pthread_mutex_init(&obj_lock, NULL);
 	pthread_mutex_init(&apply_lock, NULL);
@@ -660,6 +1089,7 @@ static void summary(void)
 		nkpl_log("exit static %s at %#lx size %llu: whole pages per node %s", st.gkey[g], (unsigned long)st.saddr[g],
 			 (unsigned long long)st.ssize[g], w);
 	}
+	blocks_report();
 	nkpl_log("summary: %.*s", (int)used, buf);
 	for (size_t e = 0; e < st.n_entries; e++)
 		nkpl_log("entry %zu %s (%s%s%s): matched %llu applied %llu failed %llu", e, st.ent[e].key,
@@ -672,6 +1102,72 @@ static void summary(void)
 }
 
 /* ---------------------------------------------------------------- start */
+
+/* The sites of small blocks (entries of layout blocks): their layouts, their arenas (made at their first block). */
+static int setup_blocks(void)
+{
+	size_t n = 0;
+	int *groups = calloc(st.n_groups + 1, sizeof *groups);
+	const char **keys = calloc(st.n_groups + 1, sizeof *keys);
+	uint64_t *npages = calloc(st.n_groups + 1, sizeof *npages);
+	int rc = 0;
+
+	if (!groups || !keys || !npages) {
+		complain("out of memory; running without the plan");
+		rc = -1;
+		goto out;
+	}
+	for (size_t e = 0; e < st.n_entries; e++) {
+		const struct nk__advice_entry_info *en = &st.ent[e];
+		int g = st.group[e];
+		if (!en->site_bytes || !st.gheap[g])
+			continue;
+		if (!nkpl_arena_built()) {
+			nkpl_log("small blocks of %s not served: libnumakit_plan.so was built without jemalloc (install "
+				 "libjemalloc-dev)",
+				 en->key);
+			continue;
+		}
+		nk_error err = { 0, "" };
+		int brc = build_layout(e, &err);
+		if (brc)
+			nkpl_log("error entry %zu %s: policy %s over its array of %llu bytes: %s; it will not be applied", e,
+				 en->key, en->policy, (unsigned long long)en->site_bytes,
+				 err.message[0] ? err.message : nk_strerror(brc));
+		st.lay_ok[e] = !brc;
+		if (!st.gblocks[g]) {
+			st.gblocks[g] = 1;
+			groups[n] = g;
+			keys[n] = st.gkey[g];
+			n++;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (groups[i] == g && st.lay[e].npages > npages[i])
+				npages[i] = st.lay[e].npages;
+	}
+	for (size_t e = 0; e < st.n_entries; e++)
+		if (st.gblocks[st.group[e]] && !st.ent[e].site_bytes)
+			nkpl_log("error entry %zu %s: layout instance beside entries of layout blocks of the same key; it will "
+				 "not be applied",
+				 e, st.ent[e].key);
+	for (size_t g = 0; g < st.n_groups; g++)
+		st.gcur[g] = -1;
+	if (n && nkpl_arena_setup(n, groups, keys, npages)) {
+		complain("out of memory; running without the plan");
+		rc = -1;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int e = blocks_current(groups[i]);
+		st.gcur[groups[i]] = e;
+		nkpl_arena_set_layout(groups[i], e >= 0 ? &st.lay[e] : NULL);
+	}
+out:
+	free(groups);
+	free(keys);
+	free(npages);
+	return rc;
+}
 
 static int setup(const char *path)
 {
@@ -714,8 +1210,12 @@ static int setup(const char *path)
 	st.gheap = calloc(ne + 1, sizeof *st.gheap);
 	st.saddr = calloc(ne + 1, sizeof *st.saddr);
 	st.ssize = calloc(ne + 1, sizeof *st.ssize);
+	st.gblocks = calloc(ne + 1, sizeof *st.gblocks);
+	st.gcur = calloc(ne + 1, sizeof *st.gcur);
+	st.lay = calloc(ne + 1, sizeof *st.lay);
+	st.lay_ok = calloc(ne + 1, sizeof *st.lay_ok);
 	if (!st.ent || !st.pol || !st.matched || !st.applied || !st.failed || !st.group || !st.gkey || !st.gheap || !st.saddr ||
-	    !st.ssize) {
+	    !st.ssize || !st.gblocks || !st.gcur || !st.lay || !st.lay_ok) {
 		complain("out of memory; running without the plan");
 		return -1;
 	}
@@ -744,6 +1244,8 @@ static int setup(const char *path)
 		if (!strncmp(en->key, "name:", 5))
 			nkpl_log("entry %zu %s: applies when the program names the range (nk_profile_name)", e, en->key);
 	}
+	if (setup_blocks())
+		return -1;
 	nkpl_log("plan %s: %zu entries, %zu keys, page size %llu", path, ne, st.n_groups,
 		 (unsigned long long)nkpl_page_size);
 	return 0;
@@ -767,8 +1269,8 @@ __attribute__((constructor(101))) static void nkpl_init(void)
 		nkpl_leave();
 		return;
 	}
-	void *fr[4];
-	(void)backtrace(fr, 4); /* loads the unwinder now, so later calls do not allocate */
+	struct unwound u = { .n = 0, .at_ra = -1 };
+	_Unwind_Backtrace(unwind_cb, &u); /* the unwinder's first use, here rather than in a malloc */
 	pthread_mutex_lock(&apply_lock);
 	st.active = 1;
 	resolve_statics();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Host tests of the plan runtime (preload/advice/, `numakit run --plan`).
 
-  check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB]
+  check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB] [--plan-lib LIB] [--jemalloc ON|OFF]
 
 Scenarios:
   keys     profile plan_prog with `numakit profile`, take the keys of its
@@ -24,6 +24,15 @@ Scenarios:
   badplan  a plan whose keys name no variable of the program (never matched,
            logged), and (--plan-lib) the runtime preloaded by hand with a plan
            it cannot parse or find: one message, the program runs unchanged.
+  blocks   (--prog plan_blocks) sites of small blocks: the keys of its five
+           sites from a `numakit profile --small-blocks` report, a plan giving
+           each "layout": "blocks" (policies cyclic, block, pages, none, and a
+           first-parallel entry over blocks allocated before the threads):
+           every planned block lies in the arenas' region the log names, the
+           unplanned site's blocks do not and glibc counts them, the log's
+           per-site counts equal the program's, the fork child allocates and
+           frees, output unchanged.  Built without jemalloc (--jemalloc OFF):
+           each entry is logged as not served, output unchanged, then skip.
 Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
@@ -300,6 +309,119 @@ def scenario_bound(a, tmp):
     print("bound: a process bound to cpu %d applies a plan that pins to cpus %d,%d" % (cpus[0], cpus[0], cpus[1]))
 
 
+BLOCK_SITES = ("site_malloc", "site_calloc", "site_aligned", "site_memalign", "site_early")
+
+
+def block_keys(a, tmp):
+    """The sites of small blocks of plan_blocks, from a --small-blocks profile: {function: variable}.  The
+    pagefault sampler may miss a small site in one run: up to three runs."""
+    found = {}
+    for attempt in range(3):
+        nkp = os.path.join(tmp, "blocks%d.nkp" % attempt)
+        run([a.numakit, "profile", "--sampler", "pagefault", "--small-blocks", "--rate", "50000", "--max-overhead",
+             "100", "-q", "-o", nkp, "--", a.prog])
+        rep = json.loads(run([a.numakit, "report", "--json", nkp]).stdout)
+        for v in rep["variables"]:
+            for want in BLOCK_SITES:
+                if v.get("kind") == "heap" and "(%s)" % want in v.get("name", "") and want not in found and \
+                        (v.get("site") or {}).get("layout") == "blocks" and v["key"].startswith("heap:"):
+                    found[want] = v
+        if len(found) == len(BLOCK_SITES):
+            return found
+    fail("sites of small blocks missing from the reports: %s" % [w for w in BLOCK_SITES if w not in found])
+
+
+def scenario_blocks(a, tmp):
+    sites = block_keys(a, tmp)
+    base = run([a.prog]).stdout
+    if "unplanned blocks from glibc: yes" not in base or "errors 0" not in base:
+        fail("plan_blocks fails on its own:\n" + base)
+
+    def entry(w, policy, **kw):
+        v = sites[w]
+        e = {"variable": w, "key": v["key"], "policy": policy, "when": "alloc", "layout": "blocks", "size": v["size"]}
+        e.update(kw)
+        return e
+    entries = [
+        entry("site_malloc", "cyclic"),
+        entry("site_calloc", "block"),
+        entry("site_aligned", "pages", page_size=4096, pages=[[0, 100, 0], [200, 50, 0]]),
+        entry("site_memalign", "none"),
+        entry("site_early", "bind:nodes=0"),
+        entry("site_early", "cyclic", when="first-parallel"),
+    ]
+    addrs = os.path.join(tmp, "addrs.txt")
+    path = os.path.join(tmp, "blocks.json")
+    logp = os.path.join(tmp, "blocks.log")
+    with open(path, "w") as f:
+        f.write(plan_json(entries))
+    p = run([a.numakit, "run", "--plan", path, "--log", logp, "--", a.prog, addrs])
+    with open(logp) as f:
+        lines = f.read().splitlines()
+    log = "\n".join(lines)
+    if p.stdout != base:
+        fail("output changed under the plan:\n%s\nvs\n%s\nlog:\n%s" % (p.stdout, base, log))
+    if a.jemalloc != "ON":
+        for e in entries:
+            if not any("small blocks of %s not served: libnumakit_plan.so was built without jemalloc" % e["key"] in l
+                       for l in lines):
+                fail("entry %s not logged as not served:\n%s" % (e["key"], log))
+        print("SKIP: libnumakit_plan.so built without jemalloc (checked: entries logged as not served, output "
+              "unchanged)")
+        sys.exit(77)
+    if any(l.split("] ", 1)[1].startswith("error") or "left to the allocator:" in l for l in lines):
+        fail("errors in the log:\n" + log)
+    region = [l for l in lines if "] arenas: region " in l]
+    if len(region) != 1:
+        fail("no arenas region in the log:\n" + log)
+    lo, hi = (int(x, 16) for x in region[0].split("arenas: region ", 1)[1].split()[0].split("-"))
+    inside = {"site": [0, 0], "plain": [0, 0]}
+    with open(addrs) as f:
+        for l in f:
+            k, ad = l.split()
+            inside[k][lo <= int(ad, 16) < hi] += 1
+    if inside["site"][0] or not inside["site"][1]:
+        fail("planned blocks outside the arenas' region %#x-%#x: %d of %d" % (lo, hi, inside["site"][0],
+                                                                             sum(inside["site"])))
+    words = p.stdout.split()
+    counts = {"site_" + words[i]: int(words[i + 1]) for i in range(1, 11, 2)}
+    if sum(inside["site"]) != sum(counts.values()) + 2000:
+        fail("%d planned blocks in %s, expected %d and the fork child's 2000" % (sum(inside["site"]), addrs,
+                                                                              sum(counts.values())))
+    if inside["plain"][1] or not inside["plain"][0]:
+        fail("blocks of the unplanned site inside the arenas' region: %d of %d" % (inside["plain"][1],
+                                                                                sum(inside["plain"])))
+    # the program's counts: "sites malloc N calloc N aligned N memalign N early N", "... reallocs N ..."
+    reallocs = int(words[words.index("reallocs") + 1])
+    total_reallocs = 0
+    for w in BLOCK_SITES:
+        key = sites[w]["key"]
+        s = [l for l in lines if "] site %s: " % key in l]
+        if len(s) != 1:
+            fail("no exit line for site %s (%s):\n%s" % (w, key, log))
+        f = s[0].split("] site %s: " % key, 1)[1].replace(",", "").replace(";", "").split()
+        blocks, left, frees = int(f[0]), int(f[f.index("left") - 1]), int(f[f.index("frees") - 1])
+        total_reallocs += int(f[f.index("reallocs") - 1])
+        extents, grows = int(f[f.index("extents") - 1]), int(f[f.index("taken") - 1])
+        if blocks != counts[w] or left or frees != blocks:
+            fail("site %s: the log says %s, the program allocated %d (all freed)" % (w, s[0], counts[w]))
+        if w == "site_malloc" and not extents > 4 * grows:
+            fail("site %s: %d extents placed for %d taken from the slice: not placed per extent" % (w, extents, grows))
+        nodes = s[0].split("pages by node: ", 1)[1]
+        if not any(x.split(":")[0].isdigit() and int(x.split(":")[1]) > 0 for x in nodes.split()):
+            fail("site %s: no page of its arena on a node: %s" % (w, s[0]))
+    if total_reallocs != reallocs:
+        fail("the log counts %d reallocs of arena blocks, the program made %d:\n%s" % (total_reallocs, reallocs, log))
+    early = sites["site_early"]["key"]
+    fp = [l for l in lines if "] match blocks %s policy cyclic (first-parallel): pages " % early in l]
+    if len(fp) != 1 or " failed 0" not in fp[0]:
+        fail("the first-parallel entry did not move the early blocks' pages:\n" + log)
+    check_summary(p, len(entries), len(entries), [])
+    print("blocks: %d blocks of 5 sites served from their arenas in %#x-%#x, the unplanned site's from glibc; "
+          "counts, reallocs (%d), fork child, first-parallel move checked; output unchanged" %
+          (sum(counts.values()), lo, hi, reallocs))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")
@@ -307,6 +429,7 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--prof-lib")
     ap.add_argument("--plan-lib")
+    ap.add_argument("--jemalloc", default="ON", help="ON when libnumakit_plan.so was built with jemalloc")
     a = ap.parse_args()
     fn = globals().get("scenario_" + a.scenario)
     if not fn:

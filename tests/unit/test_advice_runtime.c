@@ -2,7 +2,8 @@
  * Pure parts of the plan runtime (preload/advice/key.c, elfsym.c): the heap
  * key of a call stack on synthetic objects (must equal the analysis's key,
  * src/profile/analysis_attr.c site_var), runtime-frame dropping, page
- * arithmetic of statics and plan ranges, symbol-name matching, and the ELF
+ * arithmetic of statics and plan ranges, the array page an arena page stands
+ * for (layout blocks), key first frames, symbol-name matching, and the ELF
  * reader on this test's own executable; nk_advice_pin (the plan's pinning as
  * `numakit run --pin` takes it).  The end-to-end key equality
  * (profile -> report key == runtime key) is tests/plan/.
@@ -10,6 +11,7 @@
 #include "testutil.h"
 
 #include <link.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +153,84 @@ static void test_range_bytes(void **state)
 	assert_int_equal(lo, hi);
 	nkpl_range_bytes(0x100000, UINT64_MAX / 2, 4, 0x1000, 0x100000, 0x200000, 0x1000, &lo, &hi);
 	assert_int_equal(lo, hi);
+}
+
+/* Layout blocks: the array page an extent page stands for (arena.c's placement). */
+static void test_site_page(void **state)
+{
+	(void)state;
+	const uint64_t ps = 4096;
+	/* blocks exactly as large as the allocator makes them (ratio 1): page j of the extent is page j after pos */
+	assert_int_equal(nkpl_site_page(0, 0, ps, 1.0, 100), 0);
+	assert_int_equal(nkpl_site_page(0, 5, ps, 1.0, 100), 5);
+	assert_int_equal(nkpl_site_page(3 * ps + 100, 2, ps, 1.0, 100), 5);
+	/* 48-byte blocks given 64 bytes: an extent page holds 3/4 of a page of the array */
+	assert_int_equal(nkpl_site_page(0, 4, ps, 0.75, 100), 3);
+	assert_int_equal(nkpl_site_page(0, 3, ps, 0.75, 100), 2); /* 2.25 */
+	assert_int_equal(nkpl_site_page(10 * ps, 8, ps, 0.5, 100), 14);
+	/* beyond the array: its last page */
+	assert_int_equal(nkpl_site_page(99 * ps, 0, ps, 1.0, 100), 99);
+	assert_int_equal(nkpl_site_page(100 * ps, 0, ps, 1.0, 100), 99);
+	assert_int_equal(nkpl_site_page(50 * ps, 1000, ps, 1.0, 100), 99);
+	assert_int_equal(nkpl_site_page(UINT64_MAX, UINT64_MAX, ps, 1.0, 100), 99);
+	/* ratio clamped to [0, 1] (NaN is 0); an empty array or page size: page 0 */
+	assert_int_equal(nkpl_site_page(2 * ps, 7, ps, 3.0, 100), 9);
+	assert_int_equal(nkpl_site_page(2 * ps, 7, ps, -1.0, 100), 2);
+	assert_int_equal(nkpl_site_page(2 * ps, 7, ps, NAN, 100), 2);
+	assert_int_equal(nkpl_site_page(2 * ps, 7, ps, 1.0, 0), 0);
+	assert_int_equal(nkpl_site_page(2 * ps, 7, 0, 1.0, 100), 0);
+	assert_int_equal(nkpl_site_page(5 * ps, 0, ps, 1.0, 1), 0);
+}
+
+/* A "pages" range of a layout-blocks entry in system pages. */
+static void test_plan_pages_sys(void **state)
+{
+	(void)state;
+	uint64_t lo, hi;
+	nkpl_plan_pages_sys(2, 3, 4096, 4096, &lo, &hi);
+	assert_int_equal(lo, 2);
+	assert_int_equal(hi, 5);
+	nkpl_plan_pages_sys(1, 2, 65536, 4096, &lo, &hi); /* 64 KiB plan pages: 16 system pages each */
+	assert_int_equal(lo, 16);
+	assert_int_equal(hi, 48);
+	/* 4 KiB plan pages on 64 KiB system pages: a system page goes with the range holding its first byte */
+	nkpl_plan_pages_sys(16, 16, 4096, 65536, &lo, &hi);
+	assert_int_equal(lo, 1);
+	assert_int_equal(hi, 2);
+	nkpl_plan_pages_sys(17, 14, 4096, 65536, &lo, &hi); /* no system page starts inside */
+	assert_int_equal(lo, hi);
+	nkpl_plan_pages_sys(17, 16, 4096, 65536, &lo, &hi);
+	assert_int_equal(lo, 2);
+	assert_int_equal(hi, 3);
+	nkpl_plan_pages_sys(1, 0, 4096, 4096, &lo, &hi);
+	assert_int_equal(lo, hi);
+	nkpl_plan_pages_sys(UINT64_MAX / 2, 4, 4096, 4096, &lo, &hi); /* would overflow */
+	assert_int_equal(lo, hi);
+}
+
+/* The first frame of a heap key: the caller filter of small allocations. */
+static void test_key_first_frame(void **state)
+{
+	(void)state;
+	char obj[32];
+	uint64_t off = 0;
+	assert_int_equal(nkpl_key_first_frame("heap:prog+0x1234;libc.so.6+0x29d8f", obj, sizeof obj, &off), 0);
+	assert_string_equal(obj, "prog");
+	assert_int_equal(off, 0x1234);
+	assert_int_equal(nkpl_key_first_frame("heap:libstdc++.so.6+0xabc", obj, sizeof obj, &off), 0);
+	assert_string_equal(obj, "libstdc++.so.6");
+	assert_int_equal(off, 0xabc);
+	assert_int_equal(nkpl_key_first_frame("heap:a+b+0x10;x+0x1", obj, sizeof obj, &off), 0);
+	assert_string_equal(obj, "a+b");
+	assert_int_equal(off, 0x10);
+	assert_int_equal(nkpl_key_first_frame("static:prog:grid", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:prog", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:+0x10", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:prog+0x", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:prog+0x12g4", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:prog+1234", obj, sizeof obj, &off), -1);
+	assert_int_equal(nkpl_key_first_frame("heap:a_very_long_object_name_here.so+0x1", obj, 8, &off), -1);
+	assert_int_equal(nkpl_key_first_frame(NULL, obj, sizeof obj, &off), -1);
 }
 
 static void test_sym_matches(void **state)
@@ -299,6 +379,8 @@ int main(void)
 		cmocka_unit_test(test_key_basic),      cmocka_unit_test(test_key_nonpie_and_short),
 		cmocka_unit_test(test_key_none),       cmocka_unit_test(test_runtime_names),
 		cmocka_unit_test(test_inner_pages),    cmocka_unit_test(test_range_bytes),
+		cmocka_unit_test(test_site_page),      cmocka_unit_test(test_plan_pages_sys),
+		cmocka_unit_test(test_key_first_frame),
 		cmocka_unit_test(test_sym_matches),    cmocka_unit_test(test_elf_symbol),
 		cmocka_unit_test(test_advice_pin),
 	};
