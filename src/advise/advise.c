@@ -140,11 +140,11 @@ static int pat_build(const struct adv *c, size_t vi, int phase, uint64_t size, s
 	int uses = 0;
 	for (size_t k = c->vstart[vi]; k < c->vstart[vi + 1] && !uses; k++) {
 		const struct nk__an_sample *s = &a->attr[c->vidx[k]];
-		uses = (phase < 0 || s->phase == phase) && !s->first_touch;
+		uses = (phase < 0 || s->phase == phase) && !s->first_touch && !s->init;
 	}
 	for (size_t k = c->vstart[vi]; k < c->vstart[vi + 1]; k++) {
 		const struct nk__an_sample *s = &a->attr[c->vidx[k]];
-		if ((phase >= 0 && s->phase != phase) || (uses && s->first_touch))
+		if ((phase >= 0 && s->phase != phase) || (uses && (s->first_touch || s->init)))
 			continue;
 		int ni = s->cpu_node >= 0 ? nk__an_node_index(a, s->cpu_node) : -1;
 		if (ni < 0)

@@ -167,6 +167,8 @@ struct nk__an_sample {
 	int16_t phase;     /* index into nk__analysis.phases, -1 none */
 	uint8_t access;    /* enum nk__nkp_access */
 	uint8_t first_touch; /* 1: the access that first touched the page */
+	uint8_t init;        /* 1: a site of small blocks' initialisation (nk__an_site_space): an access by the
+			      * block's allocating thread before its next allocation at the site */
 };
 
 /** One run of a combined profile (nk__analysis.run_info). */

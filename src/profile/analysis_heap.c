@@ -163,6 +163,13 @@ int nk__an_mark_small_sites(const struct nk__nkp_process_data *pd, struct proc_c
  * process's min_size, with two blocks or more; blocks of the site never sampled count too (their site id is
  * that of a sampled block).  The samples move to addresses in that array: AN_SITE_BASE + proc * 2^44 + the
  * bytes of the blocks allocated before + the offset in the block, and their instance is the whole array.
+ *
+ * Initialisation: malloc writes its header into a block's page before the program writes the block, so no
+ * sample of a small block is flagged first touch, and a master's serial fill would count as a use of every
+ * page (advise then saw "no stable owner" in a list built by the master and swept by each thread in its
+ * share).  A sample by the block's allocating thread before that thread's next allocation at the site is
+ * its initialisation (sample.init: a row is allocated, then filled; a node allocated, then written); after
+ * a thread's last block, for as long as its previous gap between two allocations.
  */
 #define AN_SITE_BASE (1ull << 60)
 #define AN_SITE_SPAN (1ull << 44)
@@ -214,7 +221,7 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 	int *sv = malloc((max_site + 1) * sizeof(int));
 	uint64_t *nblk = calloc(a->n_vars, sizeof(uint64_t)), *total = calloc(a->n_vars, sizeof(uint64_t));
 	unsigned char *bad = calloc(a->n_vars, 1);
-	uint64_t *soff = malloc(pc->n_blks * sizeof(uint64_t));
+	uint64_t *soff = malloc(pc->n_blks * sizeof(uint64_t)), *init_end = NULL;
 	struct sso *o = malloc(pc->n_blks * sizeof(*o));
 	if (!sv || !nblk || !total || !bad || !soff || !o)
 		goto out;
@@ -247,6 +254,42 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 		soff[o[k].i] = total[v];
 		total[v] += len;
 	}
+	/* End of each block's initialisation window (the header comment): per variable, in time order, the
+	 * block before of each allocating thread (at most 64 threads a variable; others get no window). */
+	init_end = calloc(pc->n_blks, sizeof(uint64_t));
+	if (!init_end)
+		goto out;
+	{
+		enum { TT = 64 };
+		uint32_t tt[TT];
+		size_t prev[TT];
+		uint64_t gap[TT];
+		size_t nt = 0;
+		for (size_t k = 0; k <= n; k++) {
+			if (k == n || (k && o[k].var != o[k - 1].var)) { /* a variable ends: its threads' last blocks */
+				for (size_t q = 0; q < nt; q++)
+					init_end[o[prev[q]].i] = o[prev[q]].born + gap[q];
+				nt = 0;
+				if (k == n)
+					break;
+			}
+			uint32_t tid = pc->blks[o[k].i].tid;
+			size_t q = 0;
+			while (q < nt && tt[q] != tid)
+				q++;
+			if (q == nt) {
+				if (nt == TT)
+					continue;
+				tt[nt] = tid;
+				gap[nt] = 0;
+				prev[nt++] = k;
+				continue;
+			}
+			init_end[o[prev[q]].i] = o[k].born;
+			gap[q] = o[k].born - o[prev[q]].born;
+			prev[q] = k;
+		}
+	}
 	uint64_t base = AN_SITE_BASE + (uint64_t)proc * AN_SITE_SPAN * 2;
 	for (size_t k = attr0; k < a->n_attr; k++) {
 		struct nk__an_sample *s = &a->attr[k];
@@ -257,6 +300,10 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 			s->lo = s->hi = 0; /* no instance: no page of the array */
 			continue;
 		}
+		const struct blk *bk = &pc->blks[b];
+		if (s->thread < a->n_threads && a->threads[s->thread].tid == bk->tid && s->time_ns >= bk->born &&
+		    s->time_ns < init_end[b])
+			s->init = 1;
 		s->addr = base + soff[b] + (s->addr - s->lo);
 		s->lo = base;
 		s->hi = base + total[s->var];
@@ -274,6 +321,7 @@ out:
 	free(total);
 	free(bad);
 	free(soff);
+	free(init_end);
 	free(o);
 	return rc;
 }
