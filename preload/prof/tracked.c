@@ -201,9 +201,12 @@ int nkp_heap_cover(uintptr_t lo, uintptr_t hi, uintptr_t *nlo, uintptr_t *nhi)
 	for (size_t i = a + (ms ? 1 : 0); i < n; i++)
 		s->r[j++] = o->r[i];
 	s->n = j;
-	rset_publish(s);
+	/* read from the old set before publishing the new one: publishing retires the old set, and pred and
+	 * succ point into it (a use after unmap killed prof_vecvec under the plan runtime, whose arena blocks
+	 * made many heap ranges) */
 	*nlo = mp ? pred->bhi : lo;
 	*nhi = ms ? succ->blo : hi;
+	rset_publish(s);
 	return 1;
 }
 

@@ -7,7 +7,7 @@ add_executable(pf_prog pf_prog.c)
 target_compile_options(pf_prog PRIVATE -O1 -g)
 target_compile_definitions(pf_prog PRIVATE _GNU_SOURCE)
 target_link_libraries(pf_prog PRIVATE Threads::Threads)
-foreach(s IN ITEMS io write threads fork altstack churn segv spawn masked)
+foreach(s IN ITEMS io write threads fork altstack churn segv spawn masked ranges)
   add_test(NAME unit.prof.pf.${s}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/pf_check.py ${s}
       --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:pf_prog>)

@@ -165,6 +165,12 @@ def scenario_spawn(args, d):
     common(samples, nodes=False)
 
 
+def scenario_ranges(args, d):
+    out, part, samples = run(args, d, ["ranges"], extra={"NK_PROF_SMALL_BLOCKS": "1", "NK_PROF_MAX_OVERHEAD": "100"})
+    check("ranges ok" in out, "program output: %r" % out)
+    check(any(n == "BLOCKS" for n, v in part), "no BLOCKS record: small blocks not recorded")
+
+
 def scenario_masked(args, d):
     # the forked child dies by SIGSEGV on purpose: its part ends "signal", the parent's is complete
     env = {k: v for k, v in os.environ.items() if not k.startswith("NK_PROF_")}
