@@ -20,7 +20,8 @@
  *              extents carved from one reserved region, each extent's pages
  *              placed when jemalloc commits it, after the position in the
  *              site's array of the block being allocated (built with
- *              jemalloc, NK_HAVE_JEMALLOC; otherwise stubs that serve nothing).
+ *              jemalloc, NK_HAVE_JEMALLOC; built without it, the same calls serve
+ *              nothing and runtime.c logs each layout-blocks entry as not served).
  *
  * Environment (set by `numakit run --plan`; without NK_PLAN the runtime
  * stays inactive and every interposer just forwards):

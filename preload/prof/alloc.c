@@ -612,15 +612,7 @@ void nkp_alloc_replay(void)
 		struct blk *b = &blks[i];
 		if (!b->addr)
 			continue;
-		if (b->site)
-			for (size_t j = 0; j < SITE_CAP; j++)
-				if (nkp_sites[j].id == b->site && !nkp_sites[j].written) {
-					struct nk__nkp_site r = { .id = nkp_sites[j].id, .depth = nkp_sites[j].depth };
-					if (!nkp_record(NK__NKP_SITE, &r, sizeof r, nkp_sites[j].ip,
-							nkp_sites[j].depth * sizeof nkp_sites[j].ip[0]))
-						nkp_sites[j].written = 1;
-					break;
-				}
+		nkp_site_write_id(b->site);
 		write_alloc(b, 0);
 	}
 	nkp_blocks_replay_locked();

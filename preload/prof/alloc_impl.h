@@ -64,6 +64,9 @@ extern size_t nkp_n_skip_obj;
 /** dl_iterate_phdr callback: sets nkp_self_lo/hi to the object holding the address @p arg. */
 int nkp_find_self(struct dl_phdr_info *info, size_t size, void *arg);
 uint32_t nkp_site_of(void *const *fr, int n, int *skip);
+/** The SITE record of site @p id (0: none), unless this part has it already (a fork child's replay).
+ * nkp_blk_lock held. */
+void nkp_site_write_id(uint32_t id);
 
 /* ---- blocks.c: small blocks (issue 19) ---- */
 void nkp_small_here(void *p, size_t n, uint32_t kind);

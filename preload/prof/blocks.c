@@ -298,14 +298,7 @@ void nkp_blocks_replay_locked(void)
 		const struct sblk *b = &stab[i];
 		if (!b->addr || (b->kind & SBLK_PINNED))
 			continue;
-		for (size_t j = 0; j < SITE_CAP; j++)
-			if (nkp_sites[j].id == b->site && !nkp_sites[j].written) {
-				struct nk__nkp_site r = { .id = nkp_sites[j].id, .depth = nkp_sites[j].depth };
-				if (!nkp_record(NK__NKP_SITE, &r, sizeof r, nkp_sites[j].ip,
-						nkp_sites[j].depth * sizeof nkp_sites[j].ip[0]))
-					nkp_sites[j].written = 1;
-				break;
-			}
+		nkp_site_write_id(b->site);
 		struct nk__nkp_block e = { .addr = b->addr, .size = b->size, .site = b->site, .tid = b->tid,
 					   .kind = (uint16_t)b->kind };
 		sbuf_put(&e);

@@ -393,14 +393,18 @@ static int pf_pinned(uintptr_t s, uintptr_t e)
 	return 0;
 }
 
-void nkp_pf_pin(uintptr_t start, uintptr_t end)
+/* Add @p delta (+1 or -1) to the pin count of every page of [start, end) (page-aligned start).  A page to pin
+ * that finds no slot sets pf_pin_full; unpinning a page without a count changes nothing. */
+static void pf_pin_pages(uintptr_t start, uintptr_t end, int delta)
 {
-	if (end <= start || !pf_ps)
-		return;
-	start &= ~(pf_ps - 1);
 	pthread_mutex_lock(&pf_pin_lock);
 	for (uintptr_t page = start; page < end && page >= start; page += pf_ps) {
 		int j = pf_pin_find(page);
+		if (delta < 0) {
+			if (j >= 0 && atomic_load_explicit(&pf_pin[j].count, memory_order_relaxed))
+				atomic_fetch_sub_explicit(&pf_pin[j].count, 1, memory_order_seq_cst);
+			continue;
+		}
 		if (j < 0) {
 			unsigned h = pf_hash(page) & (PF_PIN_SLOTS - 1);
 			for (unsigned i = 0; i < PF_PIN_PROBE && j < 0; i++) {
@@ -418,6 +422,14 @@ void nkp_pf_pin(uintptr_t start, uintptr_t end)
 		atomic_fetch_add_explicit(&pf_pin[j].count, 1, memory_order_seq_cst);
 	}
 	pthread_mutex_unlock(&pf_pin_lock);
+}
+
+void nkp_pf_pin(uintptr_t start, uintptr_t end)
+{
+	if (end <= start || !pf_ps)
+		return;
+	start &= ~(pf_ps - 1);
+	pf_pin_pages(start, end, 1);
 	/* The pins are visible (seq_cst) before we look for keys: a revocation that missed them is given back. */
 	if (atomic_load_explicit(&pf_started, memory_order_acquire))
 		pf_release_range(start, end, 0, NK__ACC_UNKNOWN);
@@ -427,14 +439,7 @@ void nkp_pf_unpin(uintptr_t start, uintptr_t end)
 {
 	if (end <= start || !pf_ps)
 		return;
-	start &= ~(pf_ps - 1);
-	pthread_mutex_lock(&pf_pin_lock);
-	for (uintptr_t page = start; page < end && page >= start; page += pf_ps) {
-		int j = pf_pin_find(page);
-		if (j >= 0 && atomic_load_explicit(&pf_pin[j].count, memory_order_relaxed))
-			atomic_fetch_sub_explicit(&pf_pin[j].count, 1, memory_order_seq_cst);
-	}
-	pthread_mutex_unlock(&pf_pin_lock);
+	pf_pin_pages(start & ~(pf_ps - 1), end, -1);
 }
 
 /* 1 when [s, e) intersects an excluded range or a pinned page (or we cannot tell). */

@@ -303,6 +303,14 @@ NKP_EXPORT int execle(const char *path, const char *arg, ...)
 	return do_execve(path, av, envp, 0);
 }
 
+/* posix_spawn, posix_spawnp, system, popen: the child reads the path, arguments, environment and file actions
+ * with every signal blocked (see hold_for_create), from memory we cannot all name: every page given back and
+ * none revoked until the call returns.  The token for nkp_pf_io_end, or -1. */
+static int hold_for_spawn(void)
+{
+	return nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+}
+
 /* posix_spawn* do not replace this process: only make sure the child keeps our environment. */
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
 			char *const[], char *const[]);
@@ -314,9 +322,7 @@ static int do_spawn(spawn_fn fn, pid_t *pid, const char *path, const posix_spawn
 		return ENOSYS;
 	char *room[nkp.active ? env_count(envp) + n_keep_env + 1 : 1];
 	char **env2 = nkp.active ? env_with_ours(envp, room) : NULL;
-	/* The child reads the path, arguments, environment and file actions with every signal blocked (see
-	 * hold_for_create), from memory we cannot all name: every page given back until it has exec'd. */
-	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int hold = hold_for_spawn();
 	int rc = fn(pid, path, fa, at, argv, env2 ? env2 : envp);
 	if (hold >= 0)
 		nkp_pf_io_end(hold);
@@ -345,7 +351,7 @@ NKP_EXPORT int system(const char *cmd)
 	REAL(system_fn, system);
 	if (!real_system)
 		return -1;
-	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int hold = hold_for_spawn();
 	int rc = real_system(cmd);
 	if (hold >= 0)
 		nkp_pf_io_end(hold);
@@ -360,7 +366,7 @@ NKP_EXPORT FILE *popen(const char *cmd, const char *mode)
 		errno = ENOSYS;
 		return NULL;
 	}
-	int hold = nkp.active && nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int hold = hold_for_spawn();
 	FILE *f = real_popen(cmd, mode);
 	int e = errno;
 	if (hold >= 0)

@@ -60,6 +60,25 @@ int nkp_find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* The SITE record of @p s, unless this part has it already.  nkp_blk_lock held. */
+static void site_write(struct site *s)
+{
+	if (s->written)
+		return;
+	struct nk__nkp_site r = { .id = s->id, .depth = s->depth };
+	if (!nkp_record(NK__NKP_SITE, &r, sizeof r, s->ip, s->depth * sizeof s->ip[0]))
+		s->written = 1;
+}
+
+void nkp_site_write_id(uint32_t id)
+{
+	for (size_t j = 0; id && j < SITE_CAP; j++)
+		if (nkp_sites[j].id == id) {
+			site_write(&nkp_sites[j]);
+			return;
+		}
+}
+
 /* Site id of the current call stack (without the runtime's frames); writes SITE when new; *skip (may be NULL)
  * tells whether the site's small blocks are left out (skip_caller).  nkp_blk_lock held. */
 uint32_t nkp_site_of(void *const *fr, int n, int *skip)
@@ -100,11 +119,7 @@ uint32_t nkp_site_of(void *const *fr, int n, int *skip)
 			if (!same)
 				continue;
 		}
-		if (!s->written) {
-			struct nk__nkp_site r = { .id = s->id, .depth = s->depth };
-			if (!nkp_record(NK__NKP_SITE, &r, sizeof r, s->ip, s->depth * sizeof s->ip[0]))
-				s->written = 1;
-		}
+		site_write(s);
 		if (skip)
 			*skip = s->skip;
 		return s->id;
