@@ -52,8 +52,9 @@
  * The same table records each handed-out page's array page, so a later entry (first-parallel, phase) can move
  * the pages to its own layout (runtime.c, through nkpl_arena_runs).
  *
- * Like the profiler runtime, this file makes its own system calls (mmap, mprotect, madvise, mbind): it runs
- * inside the program, inside jemalloc's hooks, where libnumakit's calls (which allocate) cannot go.
+ * Like the profiler runtime, this file makes its own system calls for its memory (mmap, mprotect, madvise): it
+ * runs inside the program, inside jemalloc's hooks, where libnumakit's calls (which allocate) cannot go.  The
+ * memory policy goes through the OS layer's nk__os_mbind_node (no allocation, linked from numakit_rtsupport).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,10 +67,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "advice_rt.h"
+#include "os/os.h"
 
 uintptr_t nkpl_region_lo;
 size_t nkpl_region_len;
@@ -197,9 +198,6 @@ static struct site *site_of_hooks(extent_hooks_t *h)
 
 /* ---------------------------------------------------------------- placement */
 
-#define MASK_WORDS (1024 / (8 * sizeof(unsigned long))) /* node ids below 1024 (the kernel's usual MAX_NUMNODES) */
-#define NK_MPOL_DEFAULT 0
-#define NK_MPOL_PREFERRED 1
 
 static struct pinfo *pinfo_of(uintptr_t p)
 {
@@ -218,21 +216,11 @@ static int populating(void)
  */
 static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 {
-	unsigned long mask[MASK_WORDS];
-	const size_t bits = 8 * sizeof(unsigned long);
 	uint64_t ps = nkpl_page_size;
 
 	if (node < 0 || lo >= hi)
 		return;
-	if ((size_t)node >= MASK_WORDS * bits) {
-		atomic_fetch_add(&s->unplaced, (hi - lo) / ps);
-		return;
-	}
-	size_t words = (size_t)node / bits + 1;
-	memset(mask, 0, words * sizeof mask[0]);
-	mask[(size_t)node / bits] = 1ul << ((size_t)node % bits);
-	/* the kernel reads maxnode - 1 bits */
-	if (syscall(SYS_mbind, (void *)lo, hi - lo, NK_MPOL_PREFERRED, mask, words * bits + 1, 0) != 0) {
+	if (nk__os_mbind_node((void *)lo, hi - lo, NK__MPOL_PREFERRED, node) != 0) {
 		atomic_fetch_add(&s->unplaced, (hi - lo) / ps);
 		return;
 	}
@@ -245,7 +233,7 @@ static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 	uint16_t bound = (uint16_t)(node + 1);
 	if (populating()) {
 		if (!madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE)) {
-			(void)syscall(SYS_mbind, (void *)lo, hi - lo, NK_MPOL_DEFAULT, NULL, 0UL, 0);
+			(void)nk__os_mbind((void *)lo, hi - lo, NK__MPOL_DEFAULT, NULL, 0, 0); /* no node: no allocation */
 			bound = 0;
 		} else if (errno == EINVAL) { /* before Linux 5.14: the policy stays for the first touch */
 			atomic_store(&populate_off, 1);

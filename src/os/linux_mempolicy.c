@@ -67,6 +67,22 @@ int nk__os_mbind(void *addr, size_t len, int mode, const int *nodes, size_t n, u
 #endif
 }
 
+int nk__os_mbind_node(void *addr, size_t len, int mode, int node)
+{
+#ifdef SYS_mbind
+	unsigned long mask[NK__OS_MBIND_NODE_MAX / BITS_PER_UL];
+	if (node < 0 || node >= NK__OS_MBIND_NODE_MAX)
+		return -EINVAL;
+	size_t words = (size_t)node / BITS_PER_UL + 1;
+	memset(mask, 0, words * sizeof mask[0]);
+	mask[(size_t)node / BITS_PER_UL] = 1ul << ((size_t)node % BITS_PER_UL);
+	/* the kernel reads maxnode - 1 bits (node_mask) */
+	return syscall(SYS_mbind, addr, len, mode, mask, words * BITS_PER_UL + 1, 0) < 0 ? -errno : 0;
+#else
+	return -ENOSYS;
+#endif
+}
+
 int nk__os_set_mempolicy(int mode, const int *nodes, size_t n)
 {
 #ifdef SYS_set_mempolicy

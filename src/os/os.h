@@ -94,6 +94,15 @@ enum {
 /** mbind(2) over [addr, addr+len) with the node set @p nodes (ids, any order). */
 int nk__os_mbind(void *addr, size_t len, int mode, const int *nodes, size_t n, unsigned flags);
 
+/** Node ids nk__os_mbind_node() takes: below 1024, the kernel's usual MAX_NUMNODES. */
+#define NK__OS_MBIND_NODE_MAX 1024
+/**
+ * mbind(2) of [addr, addr+len) to the one node @p node, with no allocation and no lock (its mask on the
+ * stack): for the runtimes, which call it inside the program's allocator (preload/advice/arena.c, inside
+ * jemalloc's hooks).  -EINVAL for a node outside [0, NK__OS_MBIND_NODE_MAX).
+ */
+int nk__os_mbind_node(void *addr, size_t len, int mode, int node);
+
 /** set_mempolicy(2) for the calling thread. */
 int nk__os_set_mempolicy(int mode, const int *nodes, size_t n);
 

@@ -13,8 +13,8 @@
  *                        accessors declared at the end of this header (exported by libnumakit.so under
  *                        nk__ names: the runtime never sees a private struct layout of the library), and
  *                        the internal static archive numakit_rtsupport (src/CMakeLists.txt: the part-file
- *                        writer nkp_write.c, the fault helpers linux_signals.c, the id-list parser
- *                        list.c), whose objects are compiled once and also make up those parts of
+ *                        writer nkp_write.c, the fault helpers linux_signals.c, the memory-policy
+ *                        calls linux_mempolicy.c, the id-list parser list.c), whose objects are compiled once and also make up those parts of
  *                        libnumakit.  The runtime's copies stay private (--exclude-libs).
  *
  * How a runtime registers: by defining its table as a constant, exported object named by its slot,
