@@ -960,13 +960,6 @@ NK__RUNTIME_DEFINE(NK__RUNTIME_SYM_PLAN) = {
 	.name = nkplan_hook_name,
 };
 
-/* The caller's object is one of numakit's runtimes (the profiler's flusher and sampler threads). */
-static int from_runtime(const void *ret)
-{
-	Dl_info info;
-	return dladdr(ret, &info) && info.dli_fname && nkpl_is_runtime_name(nkpl_basename(info.dli_fname));
-}
-
 /* dlsym(RTLD_NEXT, @p name) inside the runtime's guard (dlsym may allocate through our malloc). */
 static void *real_next_guarded(const char *name)
 {
@@ -983,8 +976,9 @@ NKPL_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*f
 	static pthread_create_fn real_create;
 	if (!real_create && !(real_create = (pthread_create_fn)real_next_guarded("pthread_create")))
 		return ENOSYS;
-	if (st.active && !nkpl_busy() && !atomic_load(&st.first_thread_done) &&
-	    !from_runtime(__builtin_return_address(0))) {
+	/* Every call here is the program's, also when the profiler's wrapper forwards it: numakit's runtimes
+	 * start their own threads with libc's pthread_create (preload/common/own_thread.h). */
+	if (st.active && !nkpl_busy() && !atomic_load(&st.first_thread_done)) {
 		pthread_mutex_lock(&apply_lock);
 		if (!atomic_exchange(&st.first_thread_done, 1)) {
 			int any = 0;

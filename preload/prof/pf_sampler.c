@@ -3,6 +3,7 @@
  * governor, start/stop/fork and moves.  Revokes only under pf_lock and never calls the registry's locked paths
  * while holding it (pagefault.c, "Frees race with revocation"); nothing here runs in a signal handler.
  */
+#include "../common/own_thread.h"
 #include "pagefault_impl.h"
 
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
@@ -570,16 +571,13 @@ static int pf_own_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-typedef int pthread_create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
 static void pf_spawn(void)
 {
-	/* The real pthread_create: the runtime's wrapper would register the sampler as a program thread. */
-	static pthread_create_fn *real;
+	/* libc's pthread_create: neither our wrapper (it would register the sampler as a program thread)
+	 * nor a later runtime's (the plan runtime would take it for the program's first thread). */
+	nk_rt_pthread_create_fn *real = nk_rt_libc_pthread_create();
 	if (!real)
-		real = (pthread_create_fn *)dlsym(RTLD_NEXT, "pthread_create");
-	if (!real)
-		real = pthread_create;
+		return;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
