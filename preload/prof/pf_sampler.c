@@ -50,8 +50,9 @@ unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t rand
 		/*
 		 * Failed part way: where the run reaches past its mapping (a heap malloc trimmed since the pages
 		 * were drawn), Linux's mprotect has already revoked the pages before the hole when it fails with
-		 * ENOMEM (mm/mprotect.c changes one vma after another).  Give them back while their keys still say ARMING (a fault there waits),
-		 * or they stay revoked with no slot and the program dies on them.  RW fails at the same hole.
+		 * ENOMEM (mm/mprotect.c changes one vma after another).  Give them back while their keys still
+		 * say ARMING (a fault there waits), or they stay revoked with no slot and the program dies on
+		 * them.  RW fails at the same hole.
 		 */
 		(void)nk__os_protect((void *)start, end - start, NK__PROT_RW);
 		refused = 1;
