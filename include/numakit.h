@@ -1460,6 +1460,29 @@ NK_API int nk_job_detect(const char *const *envp, nk_job_info *out);
 /** "Open MPI", "PMI (MPICH Hydra)", "PMIx", "Slurm", "none"; never NULL. */
 NK_API const char *nk_launcher_name(int launcher);
 
+/** The longest job id nk_job_id() gives, in bytes (without the NUL). */
+#define NK_JOB_ID_MAX 255
+
+/**
+ * The id of the calling rank's job as launcher @p launcher (nk_job_info.launcher
+ * of the same @p envp) gives it: a text every rank of one job shares and
+ * another job does not, so that profiles of the ranks can be told to belong
+ * together (docs/profile.md, "Profiling an MPI job").  Read, first found:
+ * Open MPI OMPI_MCA_ess_base_jobid, else PMIX_NAMESPACE; PMI PMI_JOBID
+ * (srun --mpi=pmi2), else PMI_KVSNAME, else the Slurm step; PMIx
+ * PMIX_NAMESPACE; Slurm, and PMI without its own: SLURM_JOB_ID (or
+ * SLURM_JOBID) and SLURM_STEP_ID (or SLURM_STEPID) as "JOB.STEP", JOB alone
+ * without a step.  A value with blanks, control or non-ASCII bytes is
+ * skipped.  MPICH and Intel MPI Hydra started without Slurm give none.
+ * Writes the id and a NUL into @p buf (@p cap bytes); @p var (may be NULL)
+ * receives the variable's name (static; "SLURM_JOB_ID.SLURM_STEP_ID" for the
+ * pair), or NULL.  Returns the id's length (> 0), NK_ENODATA when the
+ * launcher gives none (and for NK_LAUNCHER_NONE), NK_ERANGE when it is longer
+ * than @p cap - 1 or NK_JOB_ID_MAX (@p buf then holds ""), NK_EINVAL
+ * (NULL, @p cap 0, unknown launcher).  Pure; thread-safe.
+ */
+NK_API int nk_job_id(const char *const *envp, int launcher, char *buf, size_t cap, const char **var);
+
 /**
  * The layout of a job on one host: for every local rank its share of the
  * machine.  Immutable once built; concurrent reads are safe.
