@@ -1613,6 +1613,22 @@ typedef struct nk_profile_progress {
 	int sampler;         /**< the sampler in use (enum nk_sampler, never AUTO) */
 } nk_profile_progress;
 
+/**
+ * A rank of a parallel job, as nk_profile_run() records it in the profile
+ * (RUN "job", docs/formats.md) so that the profiles of a job's ranks are read
+ * as one job (nk_profile_load_many).  `numakit profile` fills it from
+ * nk_job_detect(), nk_job_id() and gethostname().
+ */
+typedef struct nk_profile_job {
+	int launcher;       /**< enum nk_launcher, not NK_LAUNCHER_NONE */
+	int rank;           /**< rank in the job, 0 .. 2^24 */
+	int size;           /**< ranks in the job, > rank; -1 unknown */
+	int local_rank;     /**< rank on its host, below local_size; -1 unknown */
+	int local_size;     /**< ranks of the job on the host; -1 unknown */
+	const char *host;   /**< the host's name (at most 255 bytes); NULL or "": unknown */
+	const char *id;     /**< the job's id (nk_job_id(), at most NK_JOB_ID_MAX bytes); NULL or "": none given */
+} nk_profile_job;
+
 typedef struct nk_profile_opts {
 	int sampler;             /**< enum nk_sampler */
 	double rate;             /**< pagefault: samples/s per process; hw: one sample per RATE events; trace: one access in RATE; 0 = default */
@@ -1626,6 +1642,7 @@ typedef struct nk_profile_opts {
 	void *progress_arg;
 	double max_overhead;     /**< pagefault: the sampler's own cost cap, % of wall time; 0 = 5; >= 100 = no cap (limit studies, emulators) */
 	int small_blocks;        /**< 1: also record heap blocks smaller than min_size, by allocation site (each such malloc then costs its call stack: 2-30x); 0: off */
+	const nk_profile_job *job; /**< the rank of a job this run is (recorded in the profile); NULL: not a job's rank */
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {
@@ -1644,7 +1661,9 @@ typedef struct nk_profile_run_result {
  * until the program and its children have exited.  @p m (may be NULL: the
  * live machine) is stored in the profile.  Returns 0 when the profile was
  * written, whatever the program's exit status (see @p res).
- * Errors: NK_EINVAL (no output, empty argv, bad option), NK_ENOENT (program
+ * With @p o->job the profile records the rank (nothing else changes: the
+ * caller chooses an output per rank).
+ * Errors: NK_EINVAL (no output, empty argv, bad option or job), NK_ENOENT (program
  * or runtime library not found: the message names it), NK_ENOSYS (sampler
  * hw asked for explicitly and unavailable: the message says why), NK_EIO
  * (cannot write the profile), NK_ENOMEM.
@@ -1663,7 +1682,18 @@ typedef struct nk_profile nk_profile;
  */
 NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
 /**
- * Load the @p n profiles @p paths (each of one run or several: `numakit
+ * A job (docs/report.md "Jobs"): when a path is a folder (`numakit profile
+ * -o DIR` under a launcher writes DIR/rank-R.nkp) or the profiles are ranks
+ * of a job (their RUN record names the job), they are loaded as one job:
+ * each rank analysed alone, the report (nk_profile_report) the job's.  They
+ * must be ranks of one job: one program, launcher, job id and size, no rank
+ * twice, no other profile among them (else NK_EINVAL naming the files; a
+ * folder without rank files NK_ENOENT); missing ranks are a warning of the
+ * report.  A job's profile has no one sharing matrix (nk_profile_sharing:
+ * NK_EINVAL) and no one analysis for nk_profile_advise()/whatif (NK_EINVAL:
+ * load it with nk_profile_load_pooled()).
+ *
+ * Otherwise: load the @p n profiles @p paths (each of one run or several: `numakit
  * profile --runs N`) as independent runs of one program and analyse them
  * together (docs/report.md, "Several runs"): a variable of every run is
  * matched by its key (stable under ASLR, not its address) and its samples
@@ -1677,6 +1707,18 @@ NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
  * the report.  Thread safety: as nk_profile_load().
  */
 NK_API int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err);
+/**
+ * As nk_profile_load_many(), except for a job: its ranks are loaded as
+ * runs of one program (an SPMD code: each variable's samples pooled by key
+ * over the ranks, counts the mean per rank), one analysis that
+ * nk_profile_advise() and nk_profile_whatif() take, so that one plan serves
+ * every rank.  Not a job: exactly nk_profile_load_many().  The job's
+ * warnings (missing ranks, ...) and a line saying the ranks are pooled are
+ * in the report's warnings.  Errors: those of nk_profile_load_many(), and
+ * NK_EINVAL when the ranks ran on machines whose node ids, cpus per node or
+ * distances differ (pass the rank files of one kind of host).
+ */
+NK_API int nk_profile_load_pooled(const char *const *paths, size_t n, nk_profile **out, nk_error *err);
 /**
  * Write one profile file at @p output holding every run of the @p n
  * profiles @p paths (docs/formats.md: version 1 when that is one run,

@@ -273,6 +273,9 @@ struct nk__an_ci {
  * n_eff.  No cluster or no weight: r 0, interval [0, 1], n_eff 0.
  */
 void nk__an_ratio_ci(const double *W, const double *Y, size_t n, double sum_w2, struct nk__an_ci *out);
+/** nk__an_ratio_ci's last step: the interval of share @p r with variance @p var (0: no spread seen) over @p n
+ * clusters, the effective size capped by Kish's @p kish (the job report pools shares over ranks with it). */
+void nk__an_ci_from_var(double r, double var, size_t n, double kish, struct nk__an_ci *out);
 
 /** 1 when @p v's remote share is decided: samples with both nodes known in at least NK__AN_MIN_CLUSTERS
  * clusters and an interval no wider than +-NK__AN_CI_HALF. */
