@@ -446,7 +446,7 @@ int cli_cmd_advise(int argc, char **argv)
 	nk_advice *a = NULL;
 	nk_error err = { 0, "" };
 	char *text = NULL;
-	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
+	rc = nk_profile_load_pooled((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		nk_machine_free(m);

@@ -134,7 +134,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		}
 	}
 
-	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
+	rc = nk_profile_load_pooled((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		status = cli_exit_status(rc, CLI_MACHINE_INPUT);

@@ -585,8 +585,9 @@ int nk__job_check(struct nk__job_inputs *in, nk_error *err)
 		in->n_missing = k;
 		char *l = list_text(in->missing, k);
 		if (!l || add_warning(&in->warnings, &in->n_warnings,
-				      nk__aprintf("%zu of the job's %d ranks have no profile here (ranks %s): the job's "
-						  "totals are those of the %zu present", k, in->size, l, in->n))) {
+				      nk__aprintf("%zu of the job's %d ranks %s no profile here (rank%s %s): the job's "
+						  "totals are those of the %zu present", k, in->size, k == 1 ? "has" : "have",
+						  k == 1 ? "" : "s", l, in->n))) {
 			free(l);
 			rc = nk__error(err, NK_ENOMEM, "job: out of memory");
 			goto out;
@@ -700,7 +701,8 @@ int nk__job_inputs(const char *const *paths, size_t n, struct nk__job_inputs *ou
 		}
 		jobs += in.peeks[i].has_job;
 	}
-	in.is_job = dirs || jobs;
+	/* One rank file alone is the complete profile of that rank: its own report, as before */
+	in.is_job = dirs || (jobs && n > 1);
 	if (!in.is_job) {
 		for (size_t i = 0; i < in.n; i++)
 			nk__job_peek_free(&in.peeks[i]);
@@ -1308,42 +1310,50 @@ static int decide_var(struct nk__job_var *v)
 	return 0;
 }
 
+/*
+ * Hosts: the ranks grouped by host name and machine.  A host name with two machines (containers that all
+ * call themselves "localhost", a name reused) is two hosts, and said: its ranks are not on one machine.
+ */
 static int hosts_build(struct nk__job *j)
 {
-	char **topo = NULL;
-	int rc = NK_ENOMEM;
+	char **topo = calloc(j->n_ranks ? j->n_ranks : 1, sizeof *topo); /* per rank */
+	char **kinds = calloc(j->n_ranks ? j->n_ranks : 1, sizeof *kinds); /* distinct topologies (borrowed) */
+	int rc = NK_ENOMEM, reused = 0;
 	j->hosts = calloc(j->n_ranks ? j->n_ranks : 1, sizeof *j->hosts);
-	if (!j->hosts)
-		return NK_ENOMEM;
+	if (!j->hosts || !topo || !kinds)
+		goto out;
+	for (size_t i = 0; i < j->n_ranks; i++)
+		if (!(topo[i] = nk__nkp_topology(j->ranks[i].machine_json ? j->ranks[i].machine_json : "{}")))
+			goto out;
 	for (size_t i = 0; i < j->n_ranks; i++) {
 		struct nk__job_rank *r = &j->ranks[i];
 		size_t h = 0;
-		while (h < j->n_hosts && strcmp(j->hosts[h].name, r->host))
+		while (h < j->n_hosts && (strcmp(j->hosts[h].name, r->host) || strcmp(topo[j->hosts[h].ranks[0]], topo[i])))
 			h++;
 		if (h == j->n_hosts) {
 			struct nk__job_host *nh = &j->hosts[j->n_hosts++];
 			if (!(nh->name = strdup(r->host)) || !(nh->ranks = malloc(j->n_ranks * sizeof *nh->ranks)) ||
 			    !(nh->node_ids = malloc((r->n_nodes > 0 ? (size_t)r->n_nodes : 1) * sizeof *nh->node_ids)))
-				return NK_ENOMEM;
+				goto out;
 			nh->n_nodes = r->n_nodes;
 			memcpy(nh->node_ids, r->node_ids, (size_t)(r->n_nodes > 0 ? r->n_nodes : 0) * sizeof *nh->node_ids);
 			nh->cpus = machine_cpus(r->machine_json);
+			int g = 0;
+			while (g < j->topologies && strcmp(kinds[g], topo[i]))
+				g++;
+			if (g == j->topologies)
+				kinds[j->topologies++] = topo[i];
+			nh->topology = g;
+			for (size_t k = 0; k + 1 < j->n_hosts; k++)
+				reused |= !strcmp(j->hosts[k].name, nh->name);
 		}
 		j->hosts[h].ranks[j->hosts[h].n_ranks++] = i;
 		r->host_index = h;
 	}
-	topo = calloc(j->n_hosts ? j->n_hosts : 1, sizeof *topo);
-	if (!topo)
-		return NK_ENOMEM;
-	for (size_t h = 0; h < j->n_hosts; h++) {
-		const struct nk__job_rank *r = &j->ranks[j->hosts[h].ranks[0]];
-		if (!(topo[h] = nk__nkp_topology(r->machine_json ? r->machine_json : "{}")))
-			goto out;
-		size_t g = 0;
-		while (g < h && strcmp(topo[g], topo[h]))
-			g++;
-		j->hosts[h].topology = g < h ? j->hosts[g].topology : j->topologies++;
-	}
+	if (reused && add_warning(&j->warnings, &j->n_warnings,
+				  strdup("ranks with one host name ran on different machines (containers that share a "
+					 "name?): they are listed as several hosts of that name")))
+		goto out;
 	if (j->topologies > 1 &&
 	    add_warning(&j->warnings, &j->n_warnings,
 			nk__aprintf("the hosts are %d kinds of machine (nodes, cpus or distances differ): a node number means "
@@ -1351,9 +1361,50 @@ static int hosts_build(struct nk__job *j)
 		goto out;
 	rc = 0;
 out:
-	for (size_t h = 0; h < j->n_hosts; h++)
-		free(topo[h]);
+	for (size_t i = 0; topo && i < j->n_ranks; i++)
+		free(topo[i]);
 	free(topo);
+	free(kinds);
+	return rc;
+}
+
+/* The ranks' warnings, each text once with the ranks that gave it ("ranks 0-3: ..."), after the job's own:
+ * a job of a thousand ranks falling back to the same sampler says so once. */
+static int group_warnings(struct nk__job *j)
+{
+	int *ranks = malloc((j->n_ranks ? j->n_ranks : 1) * sizeof *ranks);
+	int rc = NK_ENOMEM;
+	if (!ranks)
+		return NK_ENOMEM;
+	for (size_t i = 0; i < j->n_ranks; i++)
+		for (size_t k = 0; k < j->ranks[i].n_warnings; k++) {
+			const char *w = j->ranks[i].warnings[k];
+			int seen = 0;
+			for (size_t i2 = 0; i2 <= i && !seen; i2++)
+				for (size_t k2 = 0; k2 < j->ranks[i2].n_warnings && !seen; k2++)
+					seen = (i2 < i || k2 < k) && !strcmp(j->ranks[i2].warnings[k2], w);
+			if (seen)
+				continue;
+			size_t n = 0;
+			for (size_t i2 = i; i2 < j->n_ranks; i2++)
+				for (size_t k2 = 0; k2 < j->ranks[i2].n_warnings; k2++)
+					if (!strcmp(j->ranks[i2].warnings[k2], w)) {
+						ranks[n++] = j->ranks[i2].rank;
+						break;
+					}
+			char *l = nk__format_list_alloc(ranks, n);
+			int wl = (int)strlen(w);
+			while (wl > 0 && (w[wl - 1] == '\n' || w[wl - 1] == ' '))
+				wl--;
+			int bad = !l || add_warning(&j->warnings, &j->n_warnings,
+						    nk__aprintf("rank%s %s: %.*s", n > 1 ? "s" : "", l, wl, w));
+			free(l);
+			if (bad)
+				goto out;
+		}
+	rc = 0;
+out:
+	free(ranks);
 	return rc;
 }
 
@@ -1423,7 +1474,7 @@ int nk__job_finish(struct nk__job *j)
 	for (size_t v = 0; v < j->n_vars; v++)
 		j->order[v] = vo[v].i;
 	free(vo);
-	if (hosts_build(j) || decide_ranks(j))
+	if (hosts_build(j) || decide_ranks(j) || group_warnings(j))
 		goto out;
 	rc = 0;
 out:

@@ -97,6 +97,31 @@ static void diag_counts(struct nk__strbuf *b, const struct nk__job_var *v)
 
 /* ---------------------------------------------------------------- text */
 
+/* "  - " and @p text, wrapped at spaces to 100 columns, continuation lines indented. */
+static void bullet(struct nk__strbuf *b, const char *text)
+{
+	int col = 4;
+	nk__strbuf_printf(b, "  - ");
+	for (int first = 1; *text; first = 0) {
+		while (*text == ' ' || *text == '\n')
+			text++;
+		if (!*text)
+			break;
+		int w = (int)strcspn(text, " \n");
+		if (!first && col + 1 + w > 100) {
+			nk__strbuf_printf(b, "\n      ");
+			col = 6;
+		} else if (!first) {
+			nk__strbuf_printf(b, " ");
+			col++;
+		}
+		nk__strbuf_printf(b, "%.*s", w, text);
+		col += w;
+		text += w;
+	}
+	nk__strbuf_printf(b, "\n");
+}
+
 static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const struct nk__job_var *v)
 {
 	if (v->n_per <= TEXT_PER_RANK) {
@@ -193,7 +218,7 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 	nk__strbuf_printf(b, "\n== Ranks x page nodes: %% of each rank's accesses by the node of the page ==\n");
 	for (size_t h = 0; h < j->n_hosts; h++) {
 		const struct nk__job_host *ho = &j->hosts[h];
-		nk__strbuf_printf(b, "host %s\n  %6s %7s %9s %11s", host_text(ho->name), "rank", "local", "samples",
+		nk__strbuf_printf(b, "host %s\n  %6s %7s %9s %11s", host_text(ho->name), "rank", "local/n", "samples",
 				  "accesses");
 		for (int k = 0; k < ho->n_nodes; k++)
 			nk__strbuf_printf(b, " %6s%-2d", "node ", ho->node_ids[k]);
@@ -286,16 +311,10 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 	if (left)
 		nk__strbuf_printf(b, "  ... %zu more ranks in --json\n", left);
 
-	size_t nw = j->n_warnings;
-	for (size_t i = 0; i < j->n_ranks; i++)
-		nw += j->ranks[i].n_warnings;
-	if (nw) {
+	if (j->n_warnings) {
 		nk__strbuf_printf(b, "\n== Warnings ==\n");
 		for (size_t i = 0; i < j->n_warnings; i++)
-			nk__strbuf_printf(b, "  - %s\n", j->warnings[i]);
-		for (size_t i = 0; i < j->n_ranks; i++)
-			for (size_t k = 0; k < j->ranks[i].n_warnings; k++)
-				nk__strbuf_printf(b, "  - rank %d: %s\n", j->ranks[i].rank, j->ranks[i].warnings[k]);
+			bullet(b, j->warnings[i]);
 	}
 }
 
@@ -497,13 +516,6 @@ static json_t *json_report(const struct nk__job *j)
 	json_object_set_new(r, "variables", vars);
 	for (size_t i = 0; i < j->n_warnings; i++)
 		json_array_append_new(warns, json_string(j->warnings[i]));
-	for (size_t i = 0; i < j->n_ranks; i++)
-		for (size_t k = 0; k < j->ranks[i].n_warnings; k++) {
-			char *t = nk__aprintf("rank %d: %s", j->ranks[i].rank, j->ranks[i].warnings[k]);
-			if (t)
-				json_array_append_new(warns, json_string(t));
-			free(t);
-		}
 	json_object_set_new(r, "warnings", warns);
 	return r;
 }
@@ -721,22 +733,13 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "</td></tr>\n");
 	}
 	nk__strbuf_printf(b, "</table>\n");
-	size_t nw = j->n_warnings;
-	for (size_t i = 0; i < j->n_ranks; i++)
-		nw += j->ranks[i].n_warnings;
-	if (nw) {
+	if (j->n_warnings) {
 		nk__strbuf_printf(b, "<h2>Warnings</h2>\n<ul>");
 		for (size_t i = 0; i < j->n_warnings; i++) {
 			nk__strbuf_printf(b, "<li>");
 			hesc(b, j->warnings[i]);
 			nk__strbuf_printf(b, "</li>");
 		}
-		for (size_t i = 0; i < j->n_ranks; i++)
-			for (size_t k = 0; k < j->ranks[i].n_warnings; k++) {
-				nk__strbuf_printf(b, "<li>rank %d: ", j->ranks[i].rank);
-				hesc(b, j->ranks[i].warnings[k]);
-				nk__strbuf_printf(b, "</li>");
-			}
 		nk__strbuf_printf(b, "</ul>\n");
 	}
 	nk__strbuf_printf(b, "</body></html>\n");
