@@ -3,6 +3,7 @@
  * moment, and exits with the status given as argv[1] (default 0).  Every rank of an SPMD code runs
  * the same: the report must find the array in each rank under one key (its allocation site).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
