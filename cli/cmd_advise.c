@@ -35,6 +35,8 @@ const char cli_advise_usage[] =
 	"Several profiles (or one written by `numakit profile --runs N`) are runs of\n"
 	"one program: advise decides from their pooled samples (variables matched by\n"
 	"allocation site or symbol) and the plan says how many runs it came from.\n"
+	"A job's profile (`numakit profile` under an MPI launcher) is its ranks as\n"
+	"runs: one plan every rank can use.\n"
 	"\n"
 	"Without -o the plan is printed; with -o it is written to PLAN.json and a\n"
 	"short table (variable, policy, when, reason) is printed.\n"

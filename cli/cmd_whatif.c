@@ -24,6 +24,7 @@ const char cli_whatif_usage[] =
 	"estimates for comparing plans, not predictions of run time (docs/whatif.md).\n"
 	"Several profiles (or one of `numakit profile --runs N`) are runs of one\n"
 	"program, replayed together: counts and stall times are means per run.\n"
+	"A job's profile (`numakit profile` under an MPI launcher) is its ranks as runs.\n"
 	"\n"
 	"Options:\n"
 	"  --plan FILE       the plan (`numakit advise -o FILE`, format numakit-plan)\n"
