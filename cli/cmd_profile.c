@@ -217,7 +217,7 @@ static int job_setup(struct job *j, const char *output, int quiet)
 	if (rc == NK_ERANGE && j->info.rank == 0)
 		cli_error("profile", "warning: the launcher's job id is longer than %d bytes: the profile carries none",
 			  NK_JOB_ID_MAX);
-	if (rc < 0)
+	if (rc < 0) /* none given, or too long: the profile carries none */
 		j->id[0] = '\0';
 	if (gethostname(j->host, sizeof j->host - 1))
 		j->host[0] = '\0';

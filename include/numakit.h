@@ -1476,10 +1476,11 @@ NK_API const char *nk_launcher_name(int launcher);
  * skipped.  MPICH and Intel MPI Hydra started without Slurm give none.
  * Writes the id and a NUL into @p buf (@p cap bytes); @p var (may be NULL)
  * receives the variable's name (static; "SLURM_JOB_ID.SLURM_STEP_ID" for the
- * pair), or NULL.  Returns the id's length (> 0), NK_ENODATA when the
- * launcher gives none (and for NK_LAUNCHER_NONE), NK_ERANGE when it is longer
- * than @p cap - 1 or NK_JOB_ID_MAX (@p buf then holds ""), NK_EINVAL
- * (NULL, @p cap 0, unknown launcher).  Pure; thread-safe.
+ * pair).  Returns the id's length (> 0), NK_ENODATA when the launcher gives
+ * none (and for NK_LAUNCHER_NONE), NK_ERANGE when it is longer than
+ * @p cap - 1 or NK_JOB_ID_MAX, NK_EINVAL (NULL, @p cap 0, unknown
+ * launcher); on failure @p buf and @p var are left as they were.  Pure;
+ * thread-safe.
  */
 NK_API int nk_job_id(const char *const *envp, int launcher, char *buf, size_t cap, const char **var);
 

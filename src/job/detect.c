@@ -326,11 +326,11 @@ static int id_ok(const char *v)
 	return 1;
 }
 
+/* "A" or "A.B" into @p buf when it fits (else nothing written): its length, or NK_ERANGE. */
 static int put_id(char *buf, size_t cap, const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = b ? strlen(b) : 0, n = la + (b ? 1 + lb : 0);
 
-	buf[0] = '\0';
 	if (n + 1 > cap || n > (size_t)NK_JOB_ID_MAX)
 		return NK_ERANGE;
 	memcpy(buf, a, la);
@@ -349,8 +349,6 @@ int nk_job_id(const char *const *envp, int launcher, char *buf, size_t cap, cons
 
 	if (!envp || !buf || !cap || launcher < NK_LAUNCHER_NONE || launcher > NK_LAUNCHER_SLURM)
 		return NK_EINVAL;
-	if (var)
-		*var = NULL;
 	if (launcher == NK_LAUNCHER_NONE)
 		return NK_ENODATA;
 	names = job_id_vars(launcher);

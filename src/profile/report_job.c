@@ -544,14 +544,17 @@ static void hesc(struct nk__strbuf *b, const char *s)
 	}
 }
 
-/* White to red by @p f in [0, 1]. */
-static void heat(struct nk__strbuf *b, double f)
+/* White to red (@p red: a remote share) or to blue (a share of accesses, neither good nor bad) by @p f in [0, 1]. */
+static void heat(struct nk__strbuf *b, double f, int red)
 {
 	if (!(f >= 0))
 		f = 0;
 	if (f > 1)
 		f = 1;
-	nk__strbuf_printf(b, "rgb(250,%d,%d)", (int)lround(245 - 180 * f), (int)lround(240 - 200 * f));
+	if (red)
+		nk__strbuf_printf(b, "rgb(250,%d,%d)", (int)lround(245 - 180 * f), (int)lround(240 - 200 * f));
+	else
+		nk__strbuf_printf(b, "rgb(%d,%d,250)", (int)lround(245 - 190 * f), (int)lround(248 - 130 * f));
 }
 
 /* The rank x page-node heat map of host @p h: % of each rank's accesses per node, and its remote share. */
@@ -594,7 +597,7 @@ static void html_heatmap(struct nk__strbuf *b, const struct nk__job *j, const st
 			}
 			nk__strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + k * cw, y, cw - 1,
 					  cell - 1);
-			heat(b, f);
+			heat(b, f, k == nc - 1);
 			nk__strbuf_printf(b, "\"><title>rank %d, %s: %.1f%%%s%s</title></rect>", r->rank,
 					  k < h->n_nodes ? "pages on this node" : k == h->n_nodes ? "page node unknown" : "remote",
 					  100 * f, k == nc - 1 ? " " : "", k == nc - 1 ? share_text(&r->share, s1, sizeof s1) : "");
@@ -681,7 +684,8 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 			     "1/%.0f of the median rank's accesses.</p>\n", 100 * NK__JOB_DIFF, NK__JOB_LOAD, NK__JOB_LOAD);
 
 	nk__strbuf_printf(b, "<h2>Ranks</h2>\n<table><tr><th>rank</th><th class=\"l\">host</th><th>local</th>"
-			     "<th>samples</th><th>accesses</th><th>remote [95%%]</th><th class=\"l\">top variables</th></tr>\n");
+			     "<th>samples</th><th>accesses</th><th>remote [95%%]</th><th class=\"l\">local / remote</th>"
+			     "<th class=\"l\">top variables</th></tr>\n");
 	for (size_t i = 0; i < j->n_ranks; i++) {
 		const struct nk__job_rank *r = &j->ranks[i];
 		nk__strbuf_printf(b, "<tr%s><td>%d</td><td class=\"l\">", r->differs ? " class=\"differs\"" : "", r->rank);
@@ -692,6 +696,13 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 			nk__strbuf_printf(b, "</td><td>-</td>");
 		nk__strbuf_printf(b, "<td>%llu</td><td>%llu</td><td>%s</td><td class=\"l\">", (unsigned long long)r->samples,
 				  (unsigned long long)r->acc, share_text(&r->share, s1, sizeof s1));
+		if (r->share.known) { /* a bar: the local share green, the remote one red */
+			int rw = (int)lround(120 * r->share.r);
+			nk__strbuf_printf(b, "<svg width=\"120\" height=\"12\" role=\"img\"><rect x=\"0\" y=\"0\" width=\"%d\" "
+					     "height=\"12\" fill=\"#2e7d32\"/><rect x=\"%d\" y=\"0\" width=\"%d\" height=\"12\" "
+					     "fill=\"#c62828\"/></svg>", 120 - rw, 120 - rw, rw);
+		}
+		nk__strbuf_printf(b, "</td><td class=\"l\">");
 		for (size_t k = 0; k < r->n_top; k++) {
 			const struct nk__job_var *v = &j->vars[r->top[k]];
 			nk__strbuf_printf(b, "%s", k ? "; " : "");
@@ -717,11 +728,13 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 				  (unsigned long long)v->acc, share_text(&v->share, s1, sizeof s1));
 		for (size_t i = 0; i < v->n_per && i < 64; i++) {
 			const struct nk__job_vrank *p = &v->per[i];
-			nk__strbuf_printf(b, "%s<span title=\"%s\"%s>%d:%s</span>", i ? " " : "",
-					  share_text(&p->share, s1, sizeof s1), p->differs ? " class=\"differs\"" : "",
-					  j->ranks[p->rank].rank, p->share.known ? "" : "-");
+			nk__strbuf_printf(b, "%s<span title=\"rank %d: %s %s\"%s>%d:", i ? " " : "", j->ranks[p->rank].rank,
+					  share_text(&p->share, s1, sizeof s1), nk__an_diag_name(p->diag),
+					  p->differs ? " class=\"differs\"" : "", j->ranks[p->rank].rank);
 			if (p->share.known)
-				nk__strbuf_printf(b, "%.0f%%", 100 * p->share.r);
+				nk__strbuf_printf(b, "%.0f%%</span>", 100 * p->share.r);
+			else
+				nk__strbuf_printf(b, "-</span>");
 		}
 		if (v->n_per > 64)
 			nk__strbuf_printf(b, " &hellip;");
