@@ -1740,14 +1740,18 @@ enum nk_report_format { NK_REPORT_TEXT = 0, NK_REPORT_JSON = 1, NK_REPORT_HTML =
  * *out (free() it): per node, variables by remote samples with their top
  * source lines; page classes; thread x node and thread x thread (sharing)
  * matrices; a diagnosis and a suggested policy per variable.  HTML is one
- * self-contained file.  Errors: NK_EINVAL, NK_ENOMEM.
+ * self-contained file.  A job's profile (nk_profile_load_many of a job's
+ * ranks) gives the job's report instead: totals, a rank x node table per
+ * host, the ranks that differ, the variables across ranks (JSON format
+ * "numakit-job-report"; docs/report.md "Jobs").  Errors: NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err);
 
 /**
  * The thread x thread sharing matrix of @p p as the text format of
  * nk_sharing_parse() (docs/formats.md), for `numakit run --pin sharing:FILE`.
- * Errors: NK_EINVAL, NK_ENODATA (fewer than two threads sampled), NK_ENOMEM.
+ * Errors: NK_EINVAL (also: a job's profile, whose ranks are processes of
+ * their own), NK_ENODATA (fewer than two threads sampled), NK_ENOMEM.
  */
 NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
 
@@ -1758,7 +1762,9 @@ NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
  * unsampled or under-sampled.  @p why may be NULL; else *why is NULL when
  * complete, or the reasons, malloc'ed, one line each ("process 4242: 3
  * samples dropped"), separated by "; " (free() it).  The report says the same
- * (docs/report.md, "Coverage").  Errors: NK_EINVAL, NK_ENOMEM.
+ * (docs/report.md, "Coverage").  A job covers its run when every rank's
+ * profile does; its reasons start with the rank ("rank 3: process ...").
+ * Errors: NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_profile_coverage(const nk_profile *p, int *complete, char **why, nk_error *err);
 
