@@ -97,11 +97,11 @@ static void diag_counts(struct nk__strbuf *b, const struct nk__job_var *v)
 
 /* ---------------------------------------------------------------- text */
 
-/* "  - " and @p text, wrapped at spaces to 100 columns, continuation lines indented. */
-static void bullet(struct nk__strbuf *b, const char *text)
+/* @p text after @p indent spaces, wrapped at spaces to 100 columns, continuation lines 2 further in. */
+static void bullet_indent(struct nk__strbuf *b, int indent, const char *text)
 {
-	int col = 4;
-	nk__strbuf_printf(b, "  - ");
+	int col = indent;
+	nk__strbuf_printf(b, "%*s", indent, "");
 	for (int first = 1; *text; first = 0) {
 		while (*text == ' ' || *text == '\n')
 			text++;
@@ -109,8 +109,8 @@ static void bullet(struct nk__strbuf *b, const char *text)
 			break;
 		int w = (int)strcspn(text, " \n");
 		if (!first && col + 1 + w > 100) {
-			nk__strbuf_printf(b, "\n      ");
-			col = 6;
+			nk__strbuf_printf(b, "\n%*s", indent + 2, "");
+			col = indent + 2;
 		} else if (!first) {
 			nk__strbuf_printf(b, " ");
 			col++;
@@ -122,10 +122,19 @@ static void bullet(struct nk__strbuf *b, const char *text)
 	nk__strbuf_printf(b, "\n");
 }
 
-static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const struct nk__job_var *v)
+/* "  - " and @p text, wrapped. */
+static void bullet(struct nk__strbuf *b, const char *text)
+{
+	struct nk__strbuf t = { 0 };
+	nk__strbuf_printf(&t, "- %s", text);
+	bullet_indent(b, 2, t.s ? t.s : "");
+	free(t.s);
+}
+
+static void text_per_rank_into(struct nk__strbuf *b, const struct nk__job *j, const struct nk__job_var *v)
 {
 	if (v->n_per <= TEXT_PER_RANK) {
-		nk__strbuf_printf(b, "    remote by rank:");
+		nk__strbuf_printf(b, "remote by rank:");
 		for (size_t i = 0; i < v->n_per; i++) {
 			const struct nk__job_vrank *p = &v->per[i];
 			if (p->share.known)
@@ -134,7 +143,6 @@ static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const s
 			else
 				nk__strbuf_printf(b, " %d: -", j->ranks[p->rank].rank);
 		}
-		nk__strbuf_printf(b, "\n");
 		return;
 	}
 	size_t lo = SIZE_MAX, hi = SIZE_MAX;
@@ -147,10 +155,10 @@ static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const s
 			hi = i;
 	}
 	if (lo == SIZE_MAX) {
-		nk__strbuf_printf(b, "    remote by rank: no rank knows the nodes\n");
+		nk__strbuf_printf(b, "remote by rank: no rank knows the nodes\n");
 		return;
 	}
-	nk__strbuf_printf(b, "    remote by rank: min %.0f%% (rank %d)", 100 * v->per[lo].share.r, j->ranks[v->per[lo].rank].rank);
+	nk__strbuf_printf(b, "remote by rank: min %.0f%% (rank %d)", 100 * v->per[lo].share.r, j->ranks[v->per[lo].rank].rank);
 	if (v->median >= 0)
 		nk__strbuf_printf(b, ", median %.0f%% (rank %d)", 100 * v->per[v->median].share.r,
 				  j->ranks[v->per[v->median].rank].rank);
@@ -166,7 +174,14 @@ static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const s
 		free(l);
 		free(d);
 	}
-	nk__strbuf_printf(b, "\n");
+}
+
+static void text_per_rank(struct nk__strbuf *b, const struct nk__job *j, const struct nk__job_var *v)
+{
+	struct nk__strbuf t = { 0 };
+	text_per_rank_into(&t, j, v);
+	bullet_indent(b, 4, t.s ? t.s : "?");
+	free(t.s);
 }
 
 static void text_report(const struct nk__job *j, struct nk__strbuf *b)
@@ -218,11 +233,19 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 	nk__strbuf_printf(b, "\n== Ranks x page nodes: %% of each rank's accesses by the node of the page ==\n");
 	for (size_t h = 0; h < j->n_hosts; h++) {
 		const struct nk__job_host *ho = &j->hosts[h];
-		nk__strbuf_printf(b, "host %s\n  %6s %7s %9s %11s", host_text(ho->name), "rank", "local/n", "samples",
-				  "accesses");
+		/* a column per node while they fit in 100 columns (6 with a decimal, 9 without), else a list */
+		int max_id = 0;
 		for (int k = 0; k < ho->n_nodes; k++)
-			nk__strbuf_printf(b, " %6s%-2d", "node ", ho->node_ids[k]);
-		nk__strbuf_printf(b, " %6s  %s\n", "?", "remote [95%]");
+			max_id = ho->node_ids[k] > max_id ? ho->node_ids[k] : max_id;
+		int wide = ho->n_nodes <= 6 && max_id < 1000, cols = wide || (ho->n_nodes <= 9 && max_id < 100);
+		nk__strbuf_printf(b, "host %s\n  %5s %7s %8s %10s", host_text(ho->name), "rank", "local/n", "samples",
+				  "accesses");
+		for (int k = 0; cols && k < ho->n_nodes; k++) {
+			char lab[16];
+			snprintf(lab, sizeof lab, "n%d", ho->node_ids[k]);
+			nk__strbuf_printf(b, wide ? " %5s" : " %3s", lab);
+		}
+		nk__strbuf_printf(b, "%s  %s\n", cols ? "     ?" : "", "remote [95%]");
 		for (size_t i = 0; i < ho->n_ranks; i++) {
 			const struct nk__job_rank *r = &j->ranks[ho->ranks[i]];
 			char lr[24];
@@ -230,19 +253,39 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 				snprintf(lr, sizeof lr, "%d/%d", r->local_rank, r->local_size);
 			else
 				snprintf(lr, sizeof lr, "-");
-			nk__strbuf_printf(b, "  %6d %7s %9llu %11llu", r->rank, lr, (unsigned long long)r->samples,
+			nk__strbuf_printf(b, "  %5d %7s %8llu %10llu", r->rank, lr, (unsigned long long)r->samples,
 					  (unsigned long long)r->acc);
+			struct nk__strbuf list = { 0 };
 			for (int k = 0; k < ho->n_nodes; k++) {
 				uint64_t acc = 0;
 				for (int q = 0; q < r->n_nodes; q++)
 					if (r->node_ids[q] == ho->node_ids[k])
 						acc = r->acc_page[q];
-				nk__strbuf_printf(b, " %8.1f", pct(acc, r->acc));
+				if (cols)
+					nk__strbuf_printf(b, wide ? " %5.1f" : " %3.0f", pct(acc, r->acc));
+				else if (acc)
+					nk__strbuf_printf(&list, " n%d:%.0f", ho->node_ids[k], pct(acc, r->acc));
 			}
-			nk__strbuf_printf(b, " %6.1f  %s%s\n", pct(r->acc_page_unknown, r->acc),
-					  share_text(&r->share, s1, sizeof s1), r->differs ? "  <- differs" : "");
+			if (cols)
+				nk__strbuf_printf(b, " %5.1f", pct(r->acc_page_unknown, r->acc));
+			nk__strbuf_printf(b, "  %s%s\n", share_text(&r->share, s1, sizeof s1), r->differs ? " *" : "");
+			if (!cols) {
+				if (r->acc_page_unknown)
+					nk__strbuf_printf(&list, " ?:%.0f", pct(r->acc_page_unknown, r->acc));
+				char *t = nk__strbuf_take(&list);
+				if (t && t[0]) {
+					struct nk__strbuf line = { 0 };
+					nk__strbuf_printf(&line, "by node %%:%s", t);
+					bullet_indent(b, 10, line.s ? line.s : "");
+					free(line.s);
+				}
+				free(t);
+			}
+			free(list.s);
 		}
 	}
+	if (j->n_differ)
+		nk__strbuf_printf(b, "  (* the rank differs from the others: below)\n");
 
 	nk__strbuf_printf(b, "\n== Ranks that differ from the others ==\n");
 	if (j->median < 0 && j->median_load < 0) {
@@ -256,9 +299,12 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 			nk__strbuf_printf(b, "  median rank by accesses: %d, %llu\n", j->ranks[j->median_load].rank,
 					  (unsigned long long)j->ranks[j->median_load].acc);
 		for (size_t i = 0; i < j->n_ranks; i++)
-			if (j->ranks[i].differs)
-				nk__strbuf_printf(b, "  rank %d (%s): %s\n", j->ranks[i].rank, host_text(j->ranks[i].host),
-						  j->ranks[i].differs);
+			if (j->ranks[i].differs) {
+				char *t = nk__aprintf("rank %d (%s): %s", j->ranks[i].rank, host_text(j->ranks[i].host),
+						      j->ranks[i].differs);
+				bullet_indent(b, 2, t ? t : "?");
+				free(t);
+			}
 		if (!j->n_differ)
 			nk__strbuf_printf(b, "  none\n");
 		nk__strbuf_printf(b, "  (a rank differs when its remote share's interval misses the median rank's and the\n"
@@ -274,12 +320,17 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 		if (!v->acc)
 			continue;
 		shown++;
-		nk__strbuf_printf(b, "%s (%s, %s; in %zu of %zu ranks)\n", v->name, nk__an_kind_name(v->kind),
+		struct nk__strbuf t = { 0 };
+		nk__strbuf_printf(&t, "%s (%s, %s; in %zu of %zu ranks)", v->name, nk__an_kind_name(v->kind),
 				  fmt_size(v->size, s2, sizeof s2), v->n_per, j->n_ranks);
-		nk__strbuf_printf(b, "    %llu accesses, %s remote; ", (unsigned long long)v->acc,
+		bullet_indent(b, 0, t.s ? t.s : "?");
+		free(t.s);
+		t = (struct nk__strbuf){ 0 };
+		nk__strbuf_printf(&t, "%llu accesses, %s remote; ", (unsigned long long)v->acc,
 				  share_text(&v->share, s1, sizeof s1));
-		diag_counts(b, v);
-		nk__strbuf_printf(b, "\n");
+		diag_counts(&t, v);
+		bullet_indent(b, 4, t.s ? t.s : "?");
+		free(t.s);
 		text_per_rank(b, j, v);
 	}
 	if (!shown)
@@ -296,17 +347,19 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 			continue;
 		}
 		listed++;
-		nk__strbuf_printf(b, "  rank %d (%s):", r->rank, host_text(r->host));
+		struct nk__strbuf t = { 0 };
+		nk__strbuf_printf(&t, "rank %d (%s):", r->rank, host_text(r->host));
 		if (!r->n_top)
-			nk__strbuf_printf(b, " no variable sampled");
+			nk__strbuf_printf(&t, " no variable sampled");
 		for (size_t k = 0; k < r->n_top; k++) {
 			const struct nk__job_var *v = &j->vars[r->top[k]];
 			const struct nk__job_vrank *p = &v->per[r->top_per[k]];
 			char fit[40];
-			nk__strbuf_printf(b, "%s %s %s %s", k ? ";" : "", nk__fit(v->name, 36, fit, sizeof fit),
+			nk__strbuf_printf(&t, "%s %s %s %s", k ? ";" : "", nk__fit(v->name, 36, fit, sizeof fit),
 					  share_text(&p->share, s1, sizeof s1), nk__an_diag_name(p->diag));
 		}
-		nk__strbuf_printf(b, "\n");
+		bullet_indent(b, 2, t.s ? t.s : "?");
+		free(t.s);
 	}
 	if (left)
 		nk__strbuf_printf(b, "  ... %zu more ranks in --json\n", left);

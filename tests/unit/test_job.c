@@ -516,7 +516,7 @@ static void test_differ_and_reports(void **state)
 	nk_error err = { 0 };
 	assert_int_equal(nk__job_report(j, NK_REPORT_TEXT, &out, &err), 0);
 	assert_non_null(strstr(out, "4 ranks of 4 on 3 hosts"));
-	assert_non_null(strstr(out, "<- differs"));
+	assert_non_null(strstr(out, "] *\n"));
 	assert_non_null(strstr(out, "rank 3 (h1):"));
 	assert_non_null(strstr(out, "host h1"));
 	for (char *l = out, *e; (e = strchr(l, '\n')); l = e + 1)
@@ -561,6 +561,40 @@ static void test_differ_and_reports(void **state)
 	nk__job_free(j);
 }
 
+/* The text stays within 100 columns on machines of many nodes (a column per node, then a list). */
+static void test_wide_machines(void **state)
+{
+	(void)state;
+	static const char *const machines[] = { "nodes=6 cores=1 dist=10:21", "nodes=9 cores=1 dist=10:21",
+						"nodes=16 cores=1 dist=10:21" };
+	for (size_t m = 0; m < 3; m++) {
+		struct nk__job *j = job_of(4, NK__SAMPLER_TRACE, NULL);
+		nk__job_free(j);
+		j = NULL;
+		assert_int_equal(nk__job_begin(NULL, &j), 0);
+		for (int k = 0; k < 4; k++) {
+			struct pbuild b;
+			pb_init(&b, machines[m], 1, NK__SAMPLER_TRACE);
+			rank_samples(&b, 0, k, NK__SAMPLER_TRACE);
+			struct nk__analysis *a = analyze(&b);
+			struct nk__job_peek pk = peek_of(k, 4, "a-rather-long-host-name-of-a-cluster-node.example.org");
+			assert_int_equal(nk__job_add_rank(j, &pk, "r", a), 0);
+			nk__analysis_free(a);
+			pb_free(&b);
+		}
+		assert_int_equal(nk__job_finish(j), 0);
+		char *out = NULL;
+		nk_error err = { 0 };
+		assert_int_equal(nk__job_report(j, NK_REPORT_TEXT, &out, &err), 0);
+		for (char *l = out, *e; (e = strchr(l, '\n')); l = e + 1)
+			if (e - l > 100)
+				fail_msg("%s: a text line over 100 columns: %.*s", machines[m], (int)(e - l), l);
+		assert_non_null(strstr(out, m < 2 ? "n1 " : "by node %: n0:"));
+		free(out);
+		nk__job_free(j);
+	}
+}
+
 /* A rank doing 3x the others' accesses differs by its load, whatever its share. */
 static void test_load(void **state)
 {
@@ -592,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_pooled_interval),
 		cmocka_unit_test(test_differ_and_reports),
+		cmocka_unit_test(test_wide_machines),
 		cmocka_unit_test(test_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
