@@ -442,11 +442,6 @@ out:
 	return rc;
 }
 
-static const char *launcher_text(int l)
-{
-	return nk_launcher_name(l);
-}
-
 struct item {
 	struct nk__job_peek *pk;
 	char *path;
@@ -457,12 +452,6 @@ static int cmp_peek_rank(const void *x, const void *y)
 	const struct item *a = x, *b = y;
 	int c = NK__CMP(a->pk->rank, b->pk->rank);
 	return c ? c : strcmp(a->path, b->path);
-}
-
-/* "1, 3-5" of @p v (sorted, distinct); malloc'ed. */
-static char *list_text(const int *v, size_t n)
-{
-	return nk__format_list_alloc(v, n);
 }
 
 int nk__job_check(struct nk__job_inputs *in, nk_error *err)
@@ -505,8 +494,8 @@ int nk__job_check(struct nk__job_inputs *in, nk_error *err)
 		}
 		if (b->pk->launcher != a->pk->launcher) {
 			rc = nk__error(err, NK_EINVAL, "%s (rank %d) was started by %s and %s (rank %d) by %s: parts of "
-				       "different jobs do not combine", b->path, b->pk->rank, launcher_text(b->pk->launcher),
-				       a->path, a->pk->rank, launcher_text(a->pk->launcher));
+				       "different jobs do not combine", b->path, b->pk->rank, nk_launcher_name(b->pk->launcher),
+				       a->path, a->pk->rank, nk_launcher_name(a->pk->launcher));
 			goto out;
 		}
 		if (b->pk->id) {
@@ -583,7 +572,7 @@ int nk__job_check(struct nk__job_inputs *in, nk_error *err)
 				in->missing[k++] = r;
 		}
 		in->n_missing = k;
-		char *l = list_text(in->missing, k);
+		char *l = nk__format_list_alloc(in->missing, k);
 		if (!l || add_warning(&in->warnings, &in->n_warnings,
 				      nk__aprintf("%zu of the job's %d ranks %s no profile here (rank%s %s): the job's "
 						  "totals are those of the %zu present", k, in->size, k == 1 ? "has" : "have",
@@ -615,10 +604,10 @@ int nk__job_check(struct nk__job_inputs *in, nk_error *err)
 			if (!in->peeks[i].id)
 				noid[k++] = in->peeks[i].rank;
 		if (k) {
-			char *l = list_text(noid, k);
+			char *l = nk__format_list_alloc(noid, k);
 			if (!l || add_warning(&in->warnings, &in->n_warnings,
-					      nk__aprintf("ranks %s carry no job id, the others job %s: taken as one job", l,
-							  in->id))) {
+					      nk__aprintf("rank%s %s carr%s no job id, the others job %s: taken as one job",
+							  k > 1 ? "s" : "", l, k > 1 ? "y" : "ies", in->id))) {
 				free(l);
 				free(noid);
 				rc = nk__error(err, NK_ENOMEM, "job: out of memory");
@@ -639,7 +628,7 @@ int nk__job_check(struct nk__job_inputs *in, nk_error *err)
 		if (lo != UINT64_MAX && hi - lo > (uint64_t)NK__JOB_SPREAD_S * 1000000000ull &&
 		    add_warning(&in->warnings, &in->n_warnings,
 				nk__aprintf("the ranks carry no job id (%s gives none) and started %.0f s apart: are they of "
-					    "one job?", launcher_text(in->launcher), (double)(hi - lo) / 1e9))) {
+					    "one job?", nk_launcher_name(in->launcher), (double)(hi - lo) / 1e9))) {
 			rc = nk__error(err, NK_ENOMEM, "job: out of memory");
 			goto out;
 		}

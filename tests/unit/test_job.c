@@ -255,7 +255,7 @@ static void test_check(void **state)
 	/* warnings: a rank without an id among ranks with one; no id, started far apart; no size */
 	struct part noid[] = { { "a.nkp", "/a", O, 0, 2, "7", 0 }, { "b.nkp", "/a", O, 1, 2, NULL, 0 } };
 	assert_int_equal(check(noid, 2, &err, &in), 0);
-	assert_true(has_warning(&in, "ranks 1 carry no job id, the others job 7"));
+	assert_true(has_warning(&in, "rank 1 carries no job id, the others job 7"));
 	nk__job_inputs_free(&in);
 	struct part apart[] = { { "a.nkp", "/a", NK_LAUNCHER_PMI, 0, 2, NULL, 1000000000000ull },
 				{ "b.nkp", "/a", NK_LAUNCHER_PMI, 1, 2, NULL, 1300000000000ull } };
