@@ -10,8 +10,14 @@
  *   elfsym.c   a small ELF reader: the address and size of a data symbol
  *              (STT_OBJECT, .symtab first, then .dynsym) of one file.
  *   runtime.c  environment, the plan, the machine, the log and the summary,
- *              statics, applying entries (nk_plan_build + nk_apply), the
- *              phase hook, the first-thread trigger (pthread_create), fork.
+ *              the key groups (accessors for site.c), statics, applying
+ *              entries (nk_plan_build + nk_apply), the phase hook, the
+ *              first-thread trigger (pthread_create), fork.
+ *   site.c     site matching: the table of loaded objects (dl_iterate_phdr,
+ *              scanned again after a dlopen) and its lock, the key group of
+ *              a call stack (nkpl_site_group: the caller's return address,
+ *              then the unwound stack, with a per-thread memo of the last
+ *              answers), the caller filter of small allocations.
  *   alloc.c    malloc family interposers: allocations whose site is in the
  *              plan are served from page-aligned anonymous mappings the
  *              runtime tracks (free, realloc, malloc_usable_size know them),
@@ -121,17 +127,15 @@ int nkpl_heap_active(void);
 int nkpl_busy(void);
 void nkpl_enter(void);
 void nkpl_leave(void);
-/* Entries of the caller filter below (0: no site of small blocks, the usual case: one load). */
-extern size_t nkpl_small_n;
-int nkpl_small_lookup(uintptr_t ra);
-/**
- * An allocation of less than a page returning to @p ra may be at a site of small blocks: @p ra starts the key of
- * one (or lies in a runtime, whose caller is unknown).  Lock-free and cheap: every small malloc asks.
+/*
+ * The key groups (entries sharing one key), numbered from 0, as site.c sees them; set at start, before any
+ * allocation is matched, and never changed after.
  */
-static inline int nkpl_small_candidate(uintptr_t ra)
-{
-	return __atomic_load_n(&nkpl_small_n, __ATOMIC_RELAXED) && nkpl_small_lookup(ra);
-}
+size_t nkpl_num_groups(void);
+/** The key of group @p group (the plan's string: "heap:...", "static:...", "name:..."), NULL for no group. */
+const char *nkpl_group_key(int group);
+/** 1 when group @p group is a heap key (one site.c may match a call stack to). */
+int nkpl_group_heap(int group);
 /** 1 when key group @p group is a site of small blocks served from an arena (layout blocks, jemalloc built in). */
 int nkpl_group_blocks(int group);
 /**
@@ -139,18 +143,6 @@ int nkpl_group_blocks(int group);
  * it follows.  Called by arena.c outside jemalloc.
  */
 void nkpl_blocks_matched(int group);
-/**
- * The key group (entries sharing one key) of the current call stack, -1 none.
- * @p ra: the return address of the interposer (its caller): when it lies in
- * the program's objects and is no key's first frame, the answer is -1
- * without unwinding the stack (unwinding costs microseconds).  @p cfa: the
- * interposer's CFA (__builtin_dwarf_cfa(); 0 unknown): with it, a thread
- * asking again from the same call path gets its last answer without
- * unwinding (x86-64).
- */
-int nkpl_site_group(uintptr_t ra, uintptr_t cfa);
-/** 1 when @p ra lies in one of numakit's runtimes (libnumakit_*.so*). */
-int nkpl_in_runtime(uintptr_t ra);
 /** How a tracked block came to be (the log says it). */
 enum { NKPL_HEAP = 0, NKPL_REALLOC = 1, NKPL_MMAP = 2 };
 /**
@@ -167,6 +159,50 @@ void nkpl_block_born(int group, void *addr, size_t len, int how);
 void nkpl_block_dies(int group, void *addr, size_t len, int how);
 /** One line to the log (NK_PLAN_LOG), prefixed with the pid; no-op without a log. */
 void nkpl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- site.c ---- */
+/**
+ * The key group (entries sharing one key) of the current call stack, -1 none.
+ * @p ra: the return address of the interposer (its caller): when it lies in
+ * the program's objects and is no key's first frame, the answer is -1
+ * without unwinding the stack (unwinding costs microseconds).  @p cfa: the
+ * interposer's CFA (__builtin_dwarf_cfa(); 0 unknown): with it, a thread
+ * asking again from the same call path gets its last answer without
+ * unwinding (x86-64).
+ */
+int nkpl_site_group(uintptr_t ra, uintptr_t cfa);
+/** 1 when @p ra lies in one of numakit's runtimes (libnumakit_*.so*). */
+int nkpl_in_runtime(uintptr_t ra);
+/** A dlopen loaded an object: scan the objects again before the next match. */
+void nkpl_objs_changed(void);
+/**
+ * Scan the loaded objects now (at start, after a dlopen: statics), rebuild the caller filter below, then call
+ * @p fn (NULL: none) with the object table's lock held, where it may look objects up with nkpl_obj_named (an
+ * allocation of @p fn's that reaches nkpl_site_group outside nkpl_enter() would wait for that lock).
+ */
+void nkpl_objs_rescan(void (*fn)(void *arg), void *arg);
+/**
+ * The first loaded object whose basename is @p name[0, @p len), its file's path into *path; NULL none.  Only from
+ * nkpl_objs_rescan's fn: both stay valid while it runs.
+ */
+const struct nkpl_obj *nkpl_obj_named(const char *name, size_t len, const char **path);
+/* Entries of the caller filter below (0: no site of small blocks, the usual case: one load). */
+extern size_t nkpl_small_n;
+int nkpl_small_lookup(uintptr_t ra);
+/**
+ * An allocation of less than a page returning to @p ra may be at a site of small blocks: @p ra starts the key of
+ * one (or lies in a runtime, whose caller is unknown).  Lock-free and cheap: every small malloc asks.
+ */
+static inline int nkpl_small_candidate(uintptr_t ra)
+{
+	return __atomic_load_n(&nkpl_small_n, __ATOMIC_RELAXED) && nkpl_small_lookup(ra);
+}
+/** The unwinder's first use, at start rather than in a malloc. */
+void nkpl_site_start(void);
+/* The object table's lock around fork (runtime.c's atfork handlers, in their order). */
+void nkpl_site_fork_prepare(void);
+void nkpl_site_fork_parent(void);
+void nkpl_site_fork_child(void);
 
 /* ---- alloc.c ---- */
 /** Resolve the real allocator and mapping calls (first thing the runtime does). */

@@ -154,6 +154,11 @@ atomic_ulong pf_busy, pf_retries; /* faults on a page being armed or given back;
 _Atomic uint64_t pf_fault_ns[PF_SLOTS];
 atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 atomic_uint pf_period_ns = 10000000u;
+/* The price of a fault outside the handler (trap, signal frame, return), measured on the probe page. */
+atomic_ulong pf_trap_ns = PF_FAULT_NS;
+atomic_ulong pf_probes, pf_stretched; /* probe faults taken; rounds run at a period stretched by the cost cap */
+_Atomic uintptr_t pf_probe_page;     /* the sampler thread's own page, 0 none */
+_Atomic uint64_t pf_probe_in, pf_probe_out; /* the probe fault's handler: entry and exit */
 
 /* The members: groups of up to PF_GROUP pages.  Under pf_lock. */
 struct pf_member pf_mem[PF_MEMBERS];
@@ -196,6 +201,9 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
 	nkp_end_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);
 	nkp_end_put_kv(buf, cap, &n, "period_ns", atomic_load(&pf_period_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "trap_ns", atomic_load(&pf_trap_ns), 0);
+	nkp_end_put_kv(buf, cap, &n, "probes", atomic_load(&pf_probes), 0);
+	nkp_end_put_kv(buf, cap, &n, "stretched", atomic_load(&pf_stretched), 0);
 	nkp_end_put_kv(buf, cap, &n, "turned_over", atomic_load(&pf_turned), 0);
 	nkp_end_put_kv(buf, cap, &n, "rearmed", atomic_load(&pf_rearmed), 0);
 	nkp_end_put_kv(buf, cap, &n, "members_full", atomic_load(&pf_members_full), 0);

@@ -51,7 +51,7 @@ _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC
 #define PF_OWN 8                  /* writable segments of this object (never revoked) */
 #define PF_MAX_OVERHEAD_DEFAULT 0.05 /* fraction of wall time the sampler may cost */
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start (PF_MAX_OVERHEAD, pf_sampler.c). */
-#define PF_FAULT_NS 20000u /* unmeasured cost of one sample (trap, signal frame, TLB shootdowns and refills): KERNEL-NOTES */
+#define PF_FAULT_NS 20000u /* the price of a fault outside the handler until the probe measured it (pf_trap_ns) */
 
 enum { PF_ARMING = 1, PF_ARMED = 2, PF_CLAIMED = 3, PF_STATE = 3 };
 
@@ -79,6 +79,11 @@ extern PF_HIDDEN _Atomic uint64_t pf_fault_ns[PF_SLOTS];
 #define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */
 extern PF_HIDDEN atomic_int pf_started;       /* nkp_pf_start ran (the handler looks) */
 extern PF_HIDDEN atomic_uint pf_period_ns;
+extern PF_HIDDEN atomic_ulong pf_trap_ns, pf_probes, pf_stretched;
+extern PF_HIDDEN _Atomic uintptr_t pf_probe_page;
+extern PF_HIDDEN _Atomic uint64_t pf_probe_in, pf_probe_out;
+#define PF_PERIOD_NS 10000000u      /* a round every 10 ms, */
+#define PF_PERIOD_MAX_NS 1000000000u /* stretched up to a second when one member group costs too much */
 
 /* The members: groups of up to PF_GROUP pages.  Under pf_lock. */
 struct pf_member {

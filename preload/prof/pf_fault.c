@@ -126,6 +126,14 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	saved_errno = errno;
 	a = (uintptr_t)addr;
 	page = a & ~(pf_ps - 1);
+	if (page == atomic_load_explicit(&pf_probe_page, memory_order_relaxed) && page) {
+		/* The sampler thread's probe (pf_sampler.c, pf_probe): give it back, time the handler. */
+		atomic_store_explicit(&pf_probe_in, nkp_now(), memory_order_relaxed);
+		(void)nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+		atomic_store_explicit(&pf_probe_out, nkp_now(), memory_order_relaxed);
+		errno = saved_errno;
+		return 1;
+	}
 	slot = pf_find(page);
 	if (slot < 0) {
 		/*
@@ -151,15 +159,23 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	pf_retry_addr = 0;
 	uint64_t t0 = nkp_now();
 	int c = pf_claim(slot, page);
-	if (c != PF_GOT) {
-		/* ARMING: the sampler's mprotect is in flight; CLAIMED: another thread gives it back; GONE: given
-		 * back already.  All three: run the instruction again.  The first two after a yield: the thread
-		 * that holds the page needs a cpu to finish (one at a time under QEMU's -icount, where faulting
-		 * again at once kept the others' time for nothing). */
-		if (c == PF_BUSY) {
-			atomic_fetch_add_explicit(&pf_busy, 1, memory_order_relaxed);
+	if (c == PF_BUSY) {
+		/*
+		 * ARMING: the sampler's mprotect is in flight; CLAIMED: another thread gives it back.  Wait here,
+		 * yielding (the thread that holds the page needs a cpu to finish: one at a time under QEMU's
+		 * -icount), rather than fault again at once: a fault is the dear part (a table read at random
+		 * took a thousand such faults a run in the guest, each a trap of 77 us at -icount shift=4).  A
+		 * page armed meanwhile is this access's to sample, as any first access after its revoking.
+		 */
+		atomic_fetch_add_explicit(&pf_busy, 1, memory_order_relaxed);
+		for (int i = 0; i < 64 && c == PF_BUSY; i++) {
 			sched_yield();
+			c = pf_claim(slot, page);
 		}
+	}
+	if (c != PF_GOT) {
+		/* GONE: given back already (or still busy): run the instruction again. */
+		pf_cost(nkp_now() - t0 + atomic_load_explicit(&pf_trap_ns, memory_order_relaxed));
 		errno = saved_errno;
 		return 1;
 	}
@@ -189,7 +205,7 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
 		pf_deliver(&s);
-	pf_cost(nkp_now() - t0 + PF_FAULT_NS);
+	pf_cost(nkp_now() - t0 + atomic_load_explicit(&pf_trap_ns, memory_order_relaxed));
 	errno = saved_errno;
 	return 1;
 }

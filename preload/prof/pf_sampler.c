@@ -3,6 +3,9 @@
  * governor, start/stop/fork and moves.  Revokes only under pf_lock and never calls the registry's locked paths
  * while holding it (pagefault.c, "Frees race with revocation"); nothing here runs in a signal handler.
  */
+#include <sys/mman.h>
+
+#include "../common/own_thread.h"
 #include "pagefault_impl.h"
 
 /* NK_PROF_MAX_OVERHEAD (percent; >= 100: no cap) overrides it, read once at start. */
@@ -44,8 +47,19 @@ unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t rand
 			break;
 	}
 	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
-	if (k < n || pf_held(start, end) || pf_excluded(start, end) ||
-	    nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+	int refused = k < n || pf_held(start, end) || pf_excluded(start, end);
+	if (!refused && nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+		/*
+		 * Failed part way: where the run reaches past its mapping (a heap malloc trimmed since the pages
+		 * were drawn), Linux's mprotect has already revoked the pages before the hole when it fails with
+		 * ENOMEM (mm/mprotect.c changes one vma after another).  Give them back while their keys still
+		 * say ARMING (a fault there waits), or they stay revoked with no slot and the program dies on
+		 * them.  RW fails at the same hole.
+		 */
+		(void)nk__os_protect((void *)start, end - start, NK__PROT_RW);
+		refused = 1;
+	}
+	if (refused) {
 		for (unsigned i = 0; i < k; i++)
 			pf_clear(slots[i]);
 		return 0;
@@ -395,27 +409,58 @@ static void pf_rearm(uint64_t now)
 }
 
 /*
- * Member groups for the next second: enough for the rate at the samples per member page and second seen
- * in the last one, at most 4 times as many, fewer when it cost more than PF_MAX_OVERHEAD.
+ * The load for the next second, in member groups revoked every PF_PERIOD_NS: enough for the rate at the
+ * samples per unit of load seen in the last second (@p load, the same unit), at most 4 times as much, less
+ * when it cost more than PF_MAX_OVERHEAD.  Below 1 the governor keeps one group and stretches the period
+ * (pf_main): where a single group revoked every 10 ms already costs more than the cap (under QEMU a fault
+ * waits milliseconds for the other virtual cpus), rounds come further apart instead of the cap giving way.
  */
-static unsigned pf_target(unsigned groups, uint64_t dt_ns, uint64_t samples, uint64_t cost_ns)
+static double pf_target(double load, uint64_t dt_ns, uint64_t samples, uint64_t cost_ns)
 {
 	double limit = (double)(PF_MAX_OUT / 2 / PF_GROUP), t;
+	double floor = (double)PF_PERIOD_NS / (double)PF_PERIOD_MAX_NS;
 	/* Halved each time half of the budget left is used (src/profile/budget.h): the budget lasts the run. */
 	double rate = nkp.rate / (double)(1ull << (nkp_budget_halvings() & 63));
 
-	if (!groups || !dt_ns) {
+	if (!(load > 0) || !dt_ns) {
 		t = rate * 0.2 / PF_GROUP; /* a fifth of a second's samples if each page is visited once */
 	} else {
-		double dt = (double)dt_ns / 1e9, per = (double)samples / dt / (double)groups;
+		double dt = (double)dt_ns / 1e9, per = (double)samples / dt / load;
 		t = per > 0 ? rate / per : limit;
-		if (t > 4.0 * groups)
-			t = 4.0 * groups;
+		if (t > 4.0 * load)
+			t = 4.0 * load;
 		double frac = (double)cost_ns / (double)dt_ns;
-		if (frac > PF_MAX_OVERHEAD && t > groups * PF_MAX_OVERHEAD / frac)
-			t = groups * PF_MAX_OVERHEAD / frac;
+		if (frac > PF_MAX_OVERHEAD && t > load * PF_MAX_OVERHEAD / frac)
+			t = load * PF_MAX_OVERHEAD / frac;
 	}
-	return t < 1 ? 1 : t > limit ? (unsigned)limit : (unsigned)t;
+	return t < floor ? floor : t > limit ? limit : t;
+}
+
+/*
+ * The price of a fault outside the handler (trap, signal frame and return), measured on the sampler's own
+ * page once a second: the handler charges it to every fault (pf_fault.c), so the cost cap holds where a
+ * fault is dear.  A fixed 20 us undercounted it a thousandfold in the guests: with the other virtual cpus
+ * busy a fault took 17 ms at -icount shift=4, and a profile at the "5 %" default ran 3-5 times slower.
+ */
+static void pf_probe(void)
+{
+	uintptr_t pg = atomic_load_explicit(&pf_probe_page, memory_order_relaxed);
+
+	if (!pg || nk__os_protect((void *)pg, pf_ps, NK__PROT_NONE))
+		return;
+	atomic_store_explicit(&pf_probe_in, 0, memory_order_relaxed);
+	uint64_t t0 = nkp_now();
+	*(volatile char *)pg = 1; /* faults: nkp_pf_fault gives the page back */
+	uint64_t t1 = nkp_now();
+	uint64_t in = atomic_load_explicit(&pf_probe_in, memory_order_relaxed);
+	uint64_t out = atomic_load_explicit(&pf_probe_out, memory_order_relaxed);
+	pf_cost(t1 - t0);
+	if (!in || out < in || t1 < t0 || t1 - t0 < out - in)
+		return;
+	uint64_t trap = (t1 - t0) - (out - in), old = atomic_load_explicit(&pf_trap_ns, memory_order_relaxed);
+	/* smoothed: one probe may meet a busy moment */
+	uint64_t n = atomic_fetch_add_explicit(&pf_probes, 1, memory_order_relaxed);
+	atomic_store_explicit(&pf_trap_ns, n ? (old + trap) / 2 : trap, memory_order_relaxed);
 }
 
 static void *pf_main(void *arg)
@@ -431,6 +476,9 @@ static void *pf_main(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	sigemptyset(&all);
+	sigaddset(&all, SIGSEGV); /* the probe's fault is taken here */
+	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
 	/* Off the master's cpu: members are revoked again only when this thread runs, and bound behind a
 	 * busy OpenMP master it starved for seconds in the guest (visits went unsampled meanwhile). */
 	nkp_own_thread_cpus();
@@ -497,10 +545,21 @@ static void *pf_main(void *arg)
 		pthread_mutex_unlock(&pf_lock);
 		gov_groups += n;
 		gov_rounds++;
+		if (period > PF_PERIOD_NS)
+			atomic_fetch_add_explicit(&pf_stretched, 1, memory_order_relaxed);
 		/* The governor, every second (and at once when a round cost far more than allowed). */
-		if (!gov_t0 || now - gov_t0 >= PF_GOVERN_NS || (frac > 4 * PF_MAX_OVERHEAD && n > 1)) {
-			target = pf_target(gov_t0 ? (unsigned)(gov_groups / gov_rounds) : 0, gov_t0 ? now - gov_t0 : 0,
-					   samples - gov_samples0, cost - gov_cost0);
+		if (!gov_t0 || now - gov_t0 >= PF_GOVERN_NS ||
+		    (frac > 4 * PF_MAX_OVERHEAD && (n > 1 || period < PF_PERIOD_MAX_NS))) {
+			pf_probe();
+			/* load: member groups revoked per PF_PERIOD_NS over the last interval */
+			double load =
+				gov_t0 && now > gov_t0 ? (double)gov_groups * PF_PERIOD_NS / (double)(now - gov_t0) : 0;
+			double want = pf_target(load, gov_t0 ? now - gov_t0 : 0, samples - gov_samples0,
+						cost - gov_cost0);
+			target = want >= 1 ? (unsigned)want : 1;
+			atomic_store_explicit(&pf_period_ns,
+					      want >= 1 ? PF_PERIOD_NS : (unsigned)((double)PF_PERIOD_NS / want),
+					      memory_order_relaxed);
 			gov_t0 = now;
 			gov_samples0 = samples;
 			gov_cost0 = cost;
@@ -570,16 +629,13 @@ static int pf_own_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-typedef int pthread_create_fn(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
 static void pf_spawn(void)
 {
-	/* The real pthread_create: the runtime's wrapper would register the sampler as a program thread. */
-	static pthread_create_fn *real;
+	/* libc's pthread_create: neither our wrapper (it would register the sampler as a program thread)
+	 * nor a later runtime's (the plan runtime would take it for the program's first thread). */
+	nk_rt_pthread_create_fn *real = nk_rt_libc_pthread_create();
 	if (!real)
-		real = (pthread_create_fn *)dlsym(RTLD_NEXT, "pthread_create");
-	if (!real)
-		real = pthread_create;
+		return;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -614,14 +670,21 @@ void nkp_pf_start(void)
 	nkp_rand(&pf_blk_rng);
 	/* Rounds every 10 ms whatever the rate (the rate sets how many pages are members): a member is
 	 * revoked again 10-20 ms after its fault, so visits further apart than that are told apart. */
-	atomic_store(&pf_period_ns, 10000000u);
+	atomic_store(&pf_period_ns, PF_PERIOD_NS);
 	pf_n_own = 0;
 	dl_iterate_phdr(pf_own_cb, (void *)(uintptr_t)&pf_key);
 	atomic_store_explicit(&pf_started, 1, memory_order_release);
 	/* The first members now, before the program runs: blocks it allocates at once join them in their
 	 * share, and an initialisation right at the start is sampled too. */
-	pf_target0 = pf_target(0, 0, 0, 0);
-	pf_add_members(pf_target0, nkp_now());
+	pf_target0 = (unsigned)pf_target(0, 0, 0, 0);
+	pf_add_members(pf_target0 ? pf_target0 : 1, nkp_now());
+	if (!atomic_load_explicit(&pf_probe_page, memory_order_relaxed)) {
+		nkp_enter();
+		void *pg = mmap(NULL, pf_ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		nkp_leave();
+		if (pg != MAP_FAILED)
+			atomic_store_explicit(&pf_probe_page, (uintptr_t)pg, memory_order_relaxed);
+	}
 	pf_spawn();
 }
 

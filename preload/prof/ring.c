@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "../common/own_thread.h"
 #include "prof.h"
 #include "profile/budget.h"
 #include "runtime_impl.h"
@@ -191,7 +192,8 @@ void nkp_flusher_start(void)
 {
 	if (!nkp.sampler)
 		return;
-	REAL(pthread_create_fn, pthread_create);
+	/* libc's, not a later runtime's interposer (preload/common/own_thread.h). */
+	nk_rt_pthread_create_fn *real_pthread_create = nk_rt_libc_pthread_create();
 	if (!real_pthread_create)
 		return;
 	atomic_store(&flusher_run, 1);

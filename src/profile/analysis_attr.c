@@ -515,7 +515,11 @@ int nk__an_attribute_all(struct ctx *c)
 				uint64_t first = pc.hit_hi > pc.hit_lo && pc.hit_lo / ps <= r->page ? pc.hit_lo / ps : 0;
 				r->cl = first + (r->page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
 				r->grouped = 1;
-				r->round = sm->time_ns / NK__AN_ROUND_NS;
+				/* the round that revoked the page: the sample's time less its wait since (latency,
+				 * in us), as the sampler's rounds may come further apart than 10 ms when the cost
+				 * cap stretches them (all of a round's pages are revoked at its start) */
+				uint64_t lat = (uint64_t)sm->latency * 1000u;
+				r->round = (sm->time_ns > lat ? sm->time_ns - lat : 0) / NK__AN_ROUND_NS;
 			} else {
 				r->cl = c->n_recs - 1;
 				r->grouped = 0;

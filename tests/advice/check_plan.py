@@ -192,6 +192,9 @@ def scenario_both(a, tmp):
     entries = [
         {"variable": "grid", "key": keys["grid"], "policy": "bind:nodes=0", "when": "alloc"},
         {"variable": "make_heap", "key": keys["make_heap"], "policy": "cyclic:nodes=0", "when": "alloc"},
+        # The program's first thread reaches the plan runtime through the profiler's pthread_create; the
+        # profiler's own threads (flusher, sampler) must not count as it (preload/common/own_thread.h).
+        {"variable": "make_other", "key": keys["make_other"], "policy": "bind:nodes=0", "when": "first-parallel"},
     ]
     path = os.path.join(tmp, "plan.json")
     log = os.path.join(tmp, "plan.log")
@@ -208,10 +211,15 @@ def scenario_both(a, tmp):
     for w, what in (("grid", "static"), ("make_heap", "heap")):
         if len(matched(lines, keys[w], what)) != 1:
             fail("%s not matched with both runtimes:\n%s" % (w, "\n".join(lines)))
+    if not any("first thread created" in l for l in lines):
+        fail("the program's first thread was not seen through the profiler's pthread_create:\n" +
+             "\n".join(lines))
+    if len(matched(lines, keys["make_other"], "heap", "bind:nodes=0")) != 1:
+        fail("the first-parallel entry did not apply under the profiler:\n%s" % "\n".join(lines))
     rep = run([a.numakit, "report", "--json", nkp]).stdout
     if keys["make_heap"] not in rep or keys["grid"] not in rep:
         fail("the re-profiled run does not show the planned variables under the same keys")
-    print("both: profiler + plan runtime in one process; keys stable; output unchanged")
+    print("both: profiler + plan runtime in one process; first-parallel applied; keys stable; output unchanged")
 
 
 def other_language(a, tmp, static_name, heap_prefix, lang):

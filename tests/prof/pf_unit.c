@@ -421,6 +421,38 @@ static void test_visits(void)
 	munmap(m, V_PAGES << pf_shift);
 }
 
+/*
+ * A run whose end lies past the mapping (a heap that malloc trimmed since the pages were drawn): Linux's
+ * mprotect changes the vmas before the hole and then fails with ENOMEM.  The run must be refused with
+ * every page of it as it was: before the fix its first pages stayed revoked with no slot, and malloc died
+ * of SIGSEGV on the heap's last page (unit.prof.pf.ranges under load).
+ */
+static void test_arm_hole(void)
+{
+	unsigned char *m = mmap(NULL, 8 * pf_ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int status[8];
+
+	CHECK(m != MAP_FAILED);
+	for (unsigned i = 0; i < 8; i++) {
+		m[(size_t)i * pf_ps] = (unsigned char)(i + 1);
+		status[i] = 0;
+	}
+	CHECK(munmap(m + 4 * pf_ps, 4 * pf_ps) == 0);
+	CHECK(pf_arm_run(page_of(m, 2), 4, &status[2], 1, nkp_now()) == 0);
+	for (unsigned i = 2; i < 4; i++) {
+		CHECK(pf_find(page_of(m, i)) < 0);
+		unsigned char vec;
+		CHECK(mincore(m + (size_t)i * pf_ps, pf_ps, &vec) == 0);
+		/* accessible without the handler: a read through a pipe fails with EFAULT on a revoked page */
+		int fd[2];
+		CHECK(pipe(fd) == 0);
+		CHECK(write(fd[1], m + (size_t)i * pf_ps, 1) == 1);
+		close(fd[0]);
+		close(fd[1]);
+	}
+	munmap(m, 4 * pf_ps);
+}
+
 int main(void)
 {
 	struct sigaction sa;
@@ -435,6 +467,7 @@ int main(void)
 	atomic_store(&pf_started, 1);
 	test_table();
 	test_fault_path();
+	test_arm_hole();
 	test_retry_regiven();
 	test_sampler_thread();
 	test_visits();
