@@ -169,6 +169,8 @@ struct nk__an_sample {
 	uint8_t first_touch; /* 1: the access that first touched the page */
 	uint8_t init;        /* 1: a site of small blocks' initialisation (nk__an_site_space): an access by the
 			      * block's allocating thread before its next allocation at the site */
+	uint32_t latency;    /* the sample's latency as recorded (pagefault: us since its page was revoked, which
+			      * gives the round of the interval's clusters; the job report recomputes them) */
 };
 
 /** One run of a combined profile (nk__analysis.run_info). */

@@ -330,13 +330,17 @@ static void pb_free(struct pbuild *b)
 static void pb_sample(struct pbuild *b, int proc, uint64_t t, uint64_t addr, int thread, int cnode, int pnode,
 		      int sampler, uint32_t weight)
 {
+	/* pagefault samples wait since their round revoked the page: up to 30 ms here, so that rounds are not
+	 * the sample's time alone */
+	uint32_t latency = sampler == NK__SAMPLER_PAGEFAULT ? 1 + (uint32_t)((addr / PAGE * 7919u + t) % 30000u) : 0;
 	struct nk__nkp_process_data *pd = &b->pd[proc];
 	if (pd->n_samples == b->cap[proc]) {
 		b->cap[proc] = b->cap[proc] ? 2 * b->cap[proc] : 256;
 		pd->samples = realloc(pd->samples, b->cap[proc] * sizeof(*pd->samples));
 	}
 	pd->samples[pd->n_samples++] = (struct nk__nkp_sample){
-		.time_ns = t, .addr = addr, .tid = 1000 + (uint32_t)thread, .weight = weight, .cpu = (int16_t)cnode,
+		.time_ns = t, .addr = addr, .tid = 1000 + (uint32_t)thread, .weight = weight, .latency = latency,
+		.cpu = (int16_t)cnode,
 		.cpu_node = (int16_t)cnode, .page_node = (int16_t)pnode, .access = NK__ACC_READ, .sampler = (uint8_t)sampler
 	};
 	b->p.n_samples++;
