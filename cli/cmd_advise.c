@@ -35,6 +35,8 @@ const char cli_advise_usage[] =
 	"Several profiles (or one written by `numakit profile --runs N`) are runs of\n"
 	"one program: advise decides from their pooled samples (variables matched by\n"
 	"allocation site or symbol) and the plan says how many runs it came from.\n"
+	"A job's profile (`numakit profile` under an MPI launcher) is its ranks as\n"
+	"runs: one plan every rank can use.\n"
 	"\n"
 	"Without -o the plan is printed; with -o it is written to PLAN.json and a\n"
 	"short table (variable, policy, when, reason) is printed.\n"
@@ -446,7 +448,7 @@ int cli_cmd_advise(int argc, char **argv)
 	nk_advice *a = NULL;
 	nk_error err = { 0, "" };
 	char *text = NULL;
-	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
+	rc = nk_profile_load_pooled((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		nk_machine_free(m);

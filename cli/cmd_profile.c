@@ -9,6 +9,7 @@
  * at the terminal already reaches the program (same process group) and is
  * not sent twice.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -16,20 +17,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+
+extern char **environ;
 
 const char cli_profile_usage[] =
 	"usage: numakit profile [--sampler auto|hw|timer|pagefault|trace] [--rate R]\n"
 	"                       [--min-size SIZE] [--small-blocks] [--max-overhead PCT]\n"
 	"                       [--roi]\n"
-	"                       [-o FILE] [--runs N] [--quiet]\n"
+	"                       [-o FILE] [--runs N] [--no-job] [--quiet]\n"
 	"                       [--] COMMAND [ARG...]\n"
 	"\n"
 	"Run COMMAND (and the processes it forks) under the NUMA profiler and write\n"
 	"the profile, also when COMMAND fails or is killed.  Then see which variables\n"
 	"cause remote memory accesses with 'numakit report FILE'.\n"
+	"\n"
+	"Under an MPI or Slurm launcher (mpirun -np 4 numakit profile -o job.nkp --\n"
+	"./app), FILE names the job: a folder where each rank writes its own\n"
+	"profile, FILE/rank-R.nkp, with its rank, local rank, host and job id;\n"
+	"'numakit report FILE' reads them as one job.  Rank 0 says where it is.\n"
 	"\n"
 	"Options:\n"
 	"  --sampler S      auto (default): hw when the machine has precise memory\n"
@@ -55,6 +64,8 @@ const char cli_profile_usage[] =
 	"  --runs N         run COMMAND N times, one after the other, and write one\n"
 	"                   profile of the N runs (default 1); report, advise and\n"
 	"                   whatif combine them (samples pooled per variable)\n"
+	"  --no-job         profile one process even under a launcher (-o is the\n"
+	"                   profile, as outside one)\n"
 	"  -q, --quiet      no progress line and no summary\n"
 	"  -h, --help       show this help\n"
 	"\n"
@@ -62,7 +73,7 @@ const char cli_profile_usage[] =
 	"that of the first run that failed); 1 the profile could not be made; 2 bad\n"
 	"usage.  See numakit-profile(1).\n";
 
-enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL };
+enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL, OPT_NO_JOB };
 
 #define MAX_RUNS 1000
 
@@ -122,6 +133,139 @@ static void on_progress(void *arg, const nk_profile_progress *p)
 	ps->shown = 1;
 }
 
+/* ---- under a launcher: one profile per rank (docs/profile.md, "Profiling an MPI job") ---- */
+
+struct job {
+	int on;                  /* a launcher was found (and not --no-job) */
+	nk_job_info info;
+	nk_profile_job pj;
+	char id[NK_JOB_ID_MAX + 1];
+	char host[256];
+	char *path;              /* this rank's profile: OUTPUT/rank-R.nkp */
+	char tag[48];            /* "rank R: " for this rank's messages */
+};
+
+static int digits(long v)
+{
+	int n = 1;
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* "rank-<digits>.nkp": the rank and its digits, else -1. */
+static long rank_name(const char *name, int *ndigits)
+{
+	size_t len = strlen(name);
+	long v = 0;
+	if (strncmp(name, "rank-", 5) || len < 10 || strcmp(name + len - 4, ".nkp") || len - 9 > 9)
+		return -1;
+	for (const char *p = name + 5; p < name + len - 4; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	*ndigits = (int)(len - 9);
+	return v;
+}
+
+/*
+ * Rank 0 removes the rank files an earlier job left in the folder that no rank of this job will write:
+ * ranks beyond the size, or written at another width.  What remains of an earlier job (a rank of this
+ * one that failed) is refused by `numakit report` for its other job id.
+ */
+static void remove_stale(const char *dir, int size, int width, int quiet)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int removed = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		int nd;
+		long r = rank_name(e->d_name, &nd);
+		if (r < 0 || (r < size && nd == width))
+			continue;
+		char *p = NULL;
+		if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0 && !unlink(p))
+			removed++;
+		free(p);
+	}
+	closedir(d);
+	if (removed && !quiet)
+		fprintf(stderr, "profile: removed %d rank file%s of an earlier job from %s\n", removed,
+			removed == 1 ? "" : "s", dir);
+}
+
+/* Find the launcher; under one, make the job's folder and name this rank's profile.  0, or an exit status. */
+static int job_setup(struct job *j, const char *output, int quiet)
+{
+	int rc = nk_job_detect((const char *const *)environ, &j->info);
+	struct stat st;
+
+	if (rc == NK_ENODATA)
+		return 0;
+	if (j->info.rank < 0)
+		return cli_usage_error("profile", "a %s launcher was found but it gives this process no rank (%s): use "
+				       "--no-job to profile it as one process", nk_launcher_name(j->info.launcher),
+				       j->info.problems[0] ? j->info.problems : "no rank variable");
+	j->on = 1;
+	snprintf(j->tag, sizeof j->tag, "rank %d: ", j->info.rank);
+	rc = nk_job_id((const char *const *)environ, j->info.launcher, j->id, sizeof j->id, NULL);
+	if (rc == NK_ERANGE && j->info.rank == 0)
+		cli_error("profile", "warning: the launcher's job id is longer than %d bytes: the profile carries none",
+			  NK_JOB_ID_MAX);
+	if (rc < 0) /* none given, or too long: the profile carries none */
+		j->id[0] = '\0';
+	if (gethostname(j->host, sizeof j->host - 1))
+		j->host[0] = '\0';
+	j->host[sizeof j->host - 1] = '\0';
+	if (j->info.problems[0] && j->info.rank == 0)
+		cli_error("profile", "warning: %s: %s", nk_launcher_name(j->info.launcher), j->info.problems);
+	if (mkdir(output, 0777) && errno != EEXIST) {
+		cli_error("profile", "%scannot create the job's folder %s: %s", j->tag, output, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	if (stat(output, &st) || !S_ISDIR(st.st_mode)) {
+		cli_error("profile", "%s%s exists and is not a folder: under a launcher (%s) -o names the job's folder, "
+			  "where each rank writes its profile (give another name, or --no-job)", j->tag, output,
+			  nk_launcher_name(j->info.launcher));
+		return CLI_EXIT_USAGE;
+	}
+	int width = digits(j->info.size > 0 ? j->info.size : j->info.rank);
+	if (asprintf(&j->path, "%s/rank-%0*d.nkp", output, width, j->info.rank) < 0) {
+		j->path = NULL;
+		cli_error("profile", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	if (j->info.rank == 0 && j->info.size > 0)
+		remove_stale(output, j->info.size, width, quiet);
+	j->pj.launcher = j->info.launcher;
+	j->pj.rank = j->info.rank;
+	j->pj.size = j->info.size;
+	j->pj.local_rank = j->info.local_rank;
+	j->pj.local_size = j->info.local_rank >= 0 ? j->info.local_size : -1;
+	if (j->pj.local_size < 0)
+		j->pj.local_rank = -1;
+	j->pj.host = j->host;
+	j->pj.id = j->id;
+	return 0;
+}
+
+/* Rank 0's word on where the job's profile is. */
+static void job_said(const struct job *j, const char *output)
+{
+	fprintf(stderr, "profile: the job's profile is %s, one file per rank (%s", output,
+		nk_launcher_name(j->info.launcher));
+	if (j->id[0])
+		fprintf(stderr, " job %s", j->id);
+	if (j->info.size > 0)
+		fprintf(stderr, ", %d ranks", j->info.size);
+	fprintf(stderr, "); see: numakit report %s\n", output);
+}
+
 /* Free the run file names, removing the first @p n files when @p unlink_them. */
 static void free_runs(char **paths, int n, int unlink_them)
 {
@@ -147,7 +291,8 @@ static int run_status(const nk_profile_run_result *res)
  * its file system), then one profile of all of them (nk_profile_combine: format version 2) at OUTPUT;
  * the per-run files are removed once it is written, kept (and named) when it could not be.
  */
-static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int quiet, struct progress_state *ps)
+static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int quiet, struct progress_state *ps,
+			const char *tag)
 {
 	const char *output = o->output;
 	char **paths = calloc((size_t)runs, sizeof(*paths));
@@ -177,25 +322,27 @@ static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int qu
 			fputs("\r\033[K", stderr);
 		ps->shown = 0;
 		if (r) {
-			cli_error("profile", "run %d of %d: %s", k + 1, runs, err.message[0] ? err.message : nk_strerror(r));
+			cli_error("profile", "%srun %d of %d: %s", tag, k + 1, runs, err.message[0] ? err.message : nk_strerror(r));
 			rc = r == NK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 			goto out;
 		}
 		done = k + 1;
 		if (res.warnings[0])
-			cli_error("profile", "warning: run %d of %d: %s", k + 1, runs, res.warnings);
+			cli_error("profile", "%swarning: run %d of %d: %s", tag, k + 1, runs, res.warnings);
 		samples += res.samples;
 		if (!status)
 			status = run_status(&res); /* the first run that failed decides */
 	}
 	if (nk_profile_combine((const char *const *)paths, (size_t)runs, output, &err)) {
-		cli_error("profile", "%s; the runs are kept in %s.run1 .. %s.run%d", err.message, output, output,
+		cli_error("profile", "%s%s; the runs are kept in %s.run1 .. %s.run%d", tag, err.message, output, output,
 			  runs);
 		free_runs(paths, runs, 0);
 		free(paths);
 		return CLI_EXIT_FAIL;
 	}
-	if (!quiet)
+	if (!quiet && tag[0])
+		fprintf(stderr, "profile: %s%llu samples from %d runs written to %s\n", tag, samples, runs, output);
+	else if (!quiet)
 		fprintf(stderr, "profile: %llu samples from %d runs written to %s; see: numakit report %s\n", samples,
 			runs, output, output);
 out:
@@ -221,6 +368,7 @@ int cli_cmd_profile(int argc, char **argv)
 		{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 		{ "output", required_argument, NULL, 'o' },
 		{ "runs", required_argument, NULL, OPT_RUNS },
+		{ "no-job", no_argument, NULL, OPT_NO_JOB },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -229,10 +377,13 @@ int cli_cmd_profile(int argc, char **argv)
 	nk_profile_run_result res;
 	nk_error err = { 0, "" };
 	struct progress_state ps = { 0, 0 };
-	int quiet = 0, c, rc, runs = 1;
+	struct job job;
+	int quiet = 0, c, rc, runs = 1, no_job = 0;
+	const char *output;
 
 	memset(&o, 0, sizeof o);
 	memset(&res, 0, sizeof res);
+	memset(&job, 0, sizeof job);
 	o.sampler = NK_SAMPLER_AUTO;
 	o.output = "numakit.nkp";
 	opterr = 0;
@@ -301,6 +452,9 @@ int cli_cmd_profile(int argc, char **argv)
 				return cli_usage_error("profile", "--output: empty file name");
 			o.output = optarg;
 			break;
+		case OPT_NO_JOB:
+			no_job = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -314,29 +468,51 @@ int cli_cmd_profile(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error("profile", "no command given");
 
-	ps.show = !quiet && isatty(STDERR_FILENO);
+	/* Under a launcher each rank writes its own profile into the job's folder; the ranks other than 0
+	 * say only what goes wrong (a job of thousands of ranks prints one summary, not thousands). */
+	output = o.output;
+	if (!no_job && (rc = job_setup(&job, output, quiet))) {
+		free(job.path);
+		return rc;
+	}
+	if (job.on) {
+		o.output = job.path;
+		o.job = &job.pj;
+	}
+	int speak = !quiet && (!job.on || job.info.rank == 0);
+	ps.show = speak && isatty(STDERR_FILENO);
 	o.progress = on_progress;
 	o.progress_arg = &ps;
 	install_forwarding();
-	if (runs > 1)
-		return profile_runs(&o, argv + optind, runs, quiet, &ps);
+	if (runs > 1) {
+		rc = profile_runs(&o, argv + optind, runs, !speak, &ps, job.tag);
+		if (job.on && speak && rc != CLI_EXIT_USAGE)
+			job_said(&job, output);
+		free(job.path);
+		return rc;
+	}
 	rc = nk_profile_run(NULL, &o, argv + optind, &res, &err);
 	child_pid = 0;
 	if (ps.shown)
 		fputs("\r\033[K", stderr);
 	if (rc) {
-		cli_error("profile", "%s", err.message[0] ? err.message : nk_strerror(rc));
+		cli_error("profile", "%s%s", job.tag, err.message[0] ? err.message : nk_strerror(rc));
+		free(job.path);
 		return rc == NK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 	}
 	if (res.warnings[0])
-		cli_error("profile", "warning: %s", res.warnings);
-	if (!quiet) {
-		fprintf(stderr,
-			"profile: %llu samples from %d process%s (sampler %s%s%s) written to %s; "
-			"see: numakit report %s\n",
+		cli_error("profile", "%swarning: %s", job.tag, res.warnings);
+	if (speak) {
+		fprintf(stderr, "profile: %s%llu samples from %d process%s (sampler %s%s%s) written to %s", job.tag,
 			res.samples, res.processes, res.processes == 1 ? "" : "es", sampler_text(res.sampler),
-			res.fallback[0] ? ", fallback: " : "", res.fallback, o.output, o.output);
+			res.fallback[0] ? ", fallback: " : "", res.fallback, o.output);
+		if (!job.on)
+			fprintf(stderr, "; see: numakit report %s", o.output);
+		fputc('\n', stderr);
+		if (job.on)
+			job_said(&job, output);
 	}
+	free(job.path);
 	if (res.term_signal > 0)
 		return 128 + res.term_signal;
 	if (res.exit_status < 0)

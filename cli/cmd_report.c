@@ -14,6 +14,7 @@
 
 const char cli_report_usage[] =
 	"usage: numakit report [--json] [--html OUT.html] [--sharing OUT.txt] PROFILE.nkp...\n"
+	"       numakit report [--json] [--html OUT.html] JOB | JOB/rank-R.nkp...\n"
 	"\n"
 	"Analyse a profile written by `numakit profile`: every sampled access is\n"
 	"attributed to a variable (named range, heap allocation site, static\n"
@@ -29,6 +30,12 @@ const char cli_report_usage[] =
 	"their address, their samples pooled, accesses shown as means per run.  Runs\n"
 	"of different programs or machines are refused.\n"
 	"\n"
+	"A job (the folder `numakit profile -o JOB` writes under an MPI or Slurm\n"
+	"launcher, or its rank files) is read as one job: totals, a rank x node\n"
+	"table per host, the ranks that differ from the others, the variables\n"
+	"across ranks and each rank's top variables.  Files of different programs,\n"
+	"jobs or launchers, or a rank twice, are refused; missing ranks are warned.\n"
+	"\n"
 	"Options:\n"
 	"  --json           print the report as JSON (docs/report.md) instead of text\n"
 	"  --html OUT.html  also write the report as one self-contained HTML page\n"
@@ -38,7 +45,8 @@ const char cli_report_usage[] =
 	"\n"
 	"Exit status: 0 success, 1 runtime failure (out of memory, cannot write an\n"
 	"output), 2 bad usage or bad input (missing, corrupt or truncated profile,\n"
-	"no sharing matrix in a profile with fewer than two threads).\n"
+	"no sharing matrix in a profile with fewer than two threads or a job,\n"
+	"files that are not one job).\n"
 	"See numakit-report(1).\n";
 
 static int write_out(const char *path, const char *text)

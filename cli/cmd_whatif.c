@@ -24,6 +24,7 @@ const char cli_whatif_usage[] =
 	"estimates for comparing plans, not predictions of run time (docs/whatif.md).\n"
 	"Several profiles (or one of `numakit profile --runs N`) are runs of one\n"
 	"program, replayed together: counts and stall times are means per run.\n"
+	"A job's profile (`numakit profile` under an MPI launcher) is its ranks as runs.\n"
 	"\n"
 	"Options:\n"
 	"  --plan FILE       the plan (`numakit advise -o FILE`, format numakit-plan)\n"
@@ -134,7 +135,7 @@ int cli_cmd_whatif(int argc, char **argv)
 		}
 	}
 
-	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
+	rc = nk_profile_load_pooled((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));
 		status = cli_exit_status(rc, CLI_MACHINE_INPUT);

@@ -1460,6 +1460,30 @@ NK_API int nk_job_detect(const char *const *envp, nk_job_info *out);
 /** "Open MPI", "PMI (MPICH Hydra)", "PMIx", "Slurm", "none"; never NULL. */
 NK_API const char *nk_launcher_name(int launcher);
 
+/** The longest job id nk_job_id() gives, in bytes (without the NUL). */
+#define NK_JOB_ID_MAX 255
+
+/**
+ * The id of the calling rank's job as launcher @p launcher (nk_job_info.launcher
+ * of the same @p envp) gives it: a text every rank of one job shares and
+ * another job does not, so that profiles of the ranks can be told to belong
+ * together (docs/profile.md, "Profiling an MPI job").  Read, first found:
+ * Open MPI OMPI_MCA_ess_base_jobid, else PMIX_NAMESPACE; PMI PMI_JOBID
+ * (srun --mpi=pmi2), else PMI_KVSNAME, else the Slurm step; PMIx
+ * PMIX_NAMESPACE; Slurm, and PMI without its own: SLURM_JOB_ID (or
+ * SLURM_JOBID) and SLURM_STEP_ID (or SLURM_STEPID) as "JOB.STEP", JOB alone
+ * without a step.  A value with blanks, control or non-ASCII bytes is
+ * skipped.  MPICH and Intel MPI Hydra started without Slurm give none.
+ * Writes the id and a NUL into @p buf (@p cap bytes); @p var (may be NULL)
+ * receives the variable's name (static; "SLURM_JOB_ID.SLURM_STEP_ID" for the
+ * pair).  Returns the id's length (> 0), NK_ENODATA when the launcher gives
+ * none (and for NK_LAUNCHER_NONE), NK_ERANGE when it is longer than
+ * @p cap - 1 or NK_JOB_ID_MAX, NK_EINVAL (NULL, @p cap 0, unknown
+ * launcher); on failure @p buf and @p var are left as they were.  Pure;
+ * thread-safe.
+ */
+NK_API int nk_job_id(const char *const *envp, int launcher, char *buf, size_t cap, const char **var);
+
 /**
  * The layout of a job on one host: for every local rank its share of the
  * machine.  Immutable once built; concurrent reads are safe.
@@ -1590,6 +1614,22 @@ typedef struct nk_profile_progress {
 	int sampler;         /**< the sampler in use (enum nk_sampler, never AUTO) */
 } nk_profile_progress;
 
+/**
+ * A rank of a parallel job, as nk_profile_run() records it in the profile
+ * (RUN "job", docs/formats.md) so that the profiles of a job's ranks are read
+ * as one job (nk_profile_load_many).  `numakit profile` fills it from
+ * nk_job_detect(), nk_job_id() and gethostname().
+ */
+typedef struct nk_profile_job {
+	int launcher;       /**< enum nk_launcher, not NK_LAUNCHER_NONE */
+	int rank;           /**< rank in the job, 0 .. 2^24 */
+	int size;           /**< ranks in the job, > rank; -1 unknown */
+	int local_rank;     /**< rank on its host, below local_size; -1 unknown */
+	int local_size;     /**< ranks of the job on the host; -1 unknown */
+	const char *host;   /**< the host's name (at most 255 bytes); NULL or "": unknown */
+	const char *id;     /**< the job's id (nk_job_id(), at most NK_JOB_ID_MAX bytes); NULL or "": none given */
+} nk_profile_job;
+
 typedef struct nk_profile_opts {
 	int sampler;             /**< enum nk_sampler */
 	double rate;             /**< pagefault: samples/s per process; hw: one sample per RATE events; trace: one access in RATE; 0 = default */
@@ -1603,6 +1643,7 @@ typedef struct nk_profile_opts {
 	void *progress_arg;
 	double max_overhead;     /**< pagefault: the sampler's own cost cap, % of wall time; 0 = 5; >= 100 = no cap (limit studies, emulators) */
 	int small_blocks;        /**< 1: also record heap blocks smaller than min_size, by allocation site (each such malloc then costs its call stack: 2-30x); 0: off */
+	const nk_profile_job *job; /**< the rank of a job this run is (recorded in the profile); NULL: not a job's rank */
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {
@@ -1621,7 +1662,9 @@ typedef struct nk_profile_run_result {
  * until the program and its children have exited.  @p m (may be NULL: the
  * live machine) is stored in the profile.  Returns 0 when the profile was
  * written, whatever the program's exit status (see @p res).
- * Errors: NK_EINVAL (no output, empty argv, bad option), NK_ENOENT (program
+ * With @p o->job the profile records the rank (nothing else changes: the
+ * caller chooses an output per rank).
+ * Errors: NK_EINVAL (no output, empty argv, bad option or job), NK_ENOENT (program
  * or runtime library not found: the message names it), NK_ENOSYS (sampler
  * hw asked for explicitly and unavailable: the message says why), NK_EIO
  * (cannot write the profile), NK_ENOMEM.
@@ -1640,7 +1683,18 @@ typedef struct nk_profile nk_profile;
  */
 NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
 /**
- * Load the @p n profiles @p paths (each of one run or several: `numakit
+ * A job (docs/report.md "Jobs"): when a path is a folder (`numakit profile
+ * -o DIR` under a launcher writes DIR/rank-R.nkp) or the profiles are ranks
+ * of a job (their RUN record names the job), they are loaded as one job:
+ * each rank analysed alone, the report (nk_profile_report) the job's.  They
+ * must be ranks of one job: one program, launcher, job id and size, no rank
+ * twice, no other profile among them (else NK_EINVAL naming the files; a
+ * folder without rank files NK_ENOENT); missing ranks are a warning of the
+ * report.  A job's profile has no one sharing matrix (nk_profile_sharing:
+ * NK_EINVAL) and no one analysis for nk_profile_advise()/whatif (NK_EINVAL:
+ * load it with nk_profile_load_pooled()).
+ *
+ * Otherwise: load the @p n profiles @p paths (each of one run or several: `numakit
  * profile --runs N`) as independent runs of one program and analyse them
  * together (docs/report.md, "Several runs"): a variable of every run is
  * matched by its key (stable under ASLR, not its address) and its samples
@@ -1654,6 +1708,18 @@ NK_API int nk_profile_load(const char *path, nk_profile **out, nk_error *err);
  * the report.  Thread safety: as nk_profile_load().
  */
 NK_API int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err);
+/**
+ * As nk_profile_load_many(), except for a job: its ranks are loaded as
+ * runs of one program (an SPMD code: each variable's samples pooled by key
+ * over the ranks, counts the mean per rank), one analysis that
+ * nk_profile_advise() and nk_profile_whatif() take, so that one plan serves
+ * every rank.  Not a job: exactly nk_profile_load_many().  The job's
+ * warnings (missing ranks, ...) and a line saying the ranks are pooled are
+ * in the report's warnings.  Errors: those of nk_profile_load_many(), and
+ * NK_EINVAL when the ranks ran on machines whose node ids, cpus per node or
+ * distances differ (pass the rank files of one kind of host).
+ */
+NK_API int nk_profile_load_pooled(const char *const *paths, size_t n, nk_profile **out, nk_error *err);
 /**
  * Write one profile file at @p output holding every run of the @p n
  * profiles @p paths (docs/formats.md: version 1 when that is one run,
@@ -1674,14 +1740,18 @@ enum nk_report_format { NK_REPORT_TEXT = 0, NK_REPORT_JSON = 1, NK_REPORT_HTML =
  * *out (free() it): per node, variables by remote samples with their top
  * source lines; page classes; thread x node and thread x thread (sharing)
  * matrices; a diagnosis and a suggested policy per variable.  HTML is one
- * self-contained file.  Errors: NK_EINVAL, NK_ENOMEM.
+ * self-contained file.  A job's profile (nk_profile_load_many of a job's
+ * ranks) gives the job's report instead: totals, a rank x node table per
+ * host, the ranks that differ, the variables across ranks (JSON format
+ * "numakit-job-report"; docs/report.md "Jobs").  Errors: NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err);
 
 /**
  * The thread x thread sharing matrix of @p p as the text format of
  * nk_sharing_parse() (docs/formats.md), for `numakit run --pin sharing:FILE`.
- * Errors: NK_EINVAL, NK_ENODATA (fewer than two threads sampled), NK_ENOMEM.
+ * Errors: NK_EINVAL (also: a job's profile, whose ranks are processes of
+ * their own), NK_ENODATA (fewer than two threads sampled), NK_ENOMEM.
  */
 NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
 
@@ -1692,7 +1762,9 @@ NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
  * unsampled or under-sampled.  @p why may be NULL; else *why is NULL when
  * complete, or the reasons, malloc'ed, one line each ("process 4242: 3
  * samples dropped"), separated by "; " (free() it).  The report says the same
- * (docs/report.md, "Coverage").  Errors: NK_EINVAL, NK_ENOMEM.
+ * (docs/report.md, "Coverage").  A job covers its run when every rank's
+ * profile does; its reasons start with the rank ("rank 3: process ...").
+ * Errors: NK_EINVAL, NK_ENOMEM.
  */
 NK_API int nk_profile_coverage(const nk_profile *p, int *complete, char **why, nk_error *err);
 

@@ -279,7 +279,8 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 	if (p) {
 		const struct nk__analysis *an = nk__profile_analysis(p);
 		if (!an)
-			return nk__error(err, NK_EINVAL, "nk_advice_set: profile without an analysis");
+			return nk__error(err, NK_EINVAL, "nk_advice_set: a job's profile has one analysis per rank: load "
+					 "its ranks pooled (nk_profile_load_pooled)");
 		if ((rc = find_var(an, var, &v, err)))
 			return rc;
 		key = v->key;

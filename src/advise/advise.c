@@ -1157,8 +1157,11 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 	nk_advice *plan = NULL;
 	int rc;
 
-	if (!p || !out || !a)
+	if (!p || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_advise: NULL argument");
+	if (!a)
+		return nk__error(err, NK_EINVAL, "nk_profile_advise: a job's profile has one analysis per rank: load its "
+				 "ranks pooled (nk_profile_load_pooled) for one plan of every rank");
 	if (!o)
 		o = &defaults;
 	for (size_t i = 0; i < sizeof o->reserved / sizeof *o->reserved; i++)

@@ -1090,7 +1090,8 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 		return nk__error(err, NK_EINVAL, "nk_profile_whatif: format %d is not text or JSON", format);
 	const struct nk__analysis *an = nk__profile_analysis(p);
 	if (!an)
-		return nk__error(err, NK_EINVAL, "nk_profile_whatif: the profile has no analysis");
+		return nk__error(err, NK_EINVAL, "nk_profile_whatif: a job's profile has one analysis per rank: load its "
+				 "ranks pooled (nk_profile_load_pooled)");
 	if (a->n_entries && !a->entries)
 		return nk__error(err, NK_EINVAL, "nk_profile_whatif: plan entries missing");
 	struct wi_ctx c;

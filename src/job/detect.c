@@ -287,3 +287,95 @@ const char *nk_launcher_name(int launcher)
 		return "none";
 	}
 }
+
+/*
+ * The job id: a text every rank of one job shares and another job (a later mpirun, another srun step)
+ * does not.  Only the launcher's own variables count, for the reason of the order above: a launcher
+ * nested in a Slurm allocation inherits the allocation's SLURM_JOB_ID, which is the same for every
+ * mpirun of the batch script.  Where the launcher gives no id (MPICH and Intel MPI Hydra keep their
+ * PMI key-value space name to the PMI wire protocol), the Slurm step is the next best: Hydra started
+ * by srun, or proxies started through Slurm's bootstrap, run in one step per mpiexec.
+ */
+static const char *const *job_id_vars(int launcher)
+{
+	static const char *const ompi[] = { "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", NULL };
+	static const char *const pmi[] = { "PMI_JOBID", "PMI_KVSNAME", NULL };
+	static const char *const pmix[] = { "PMIX_NAMESPACE", NULL };
+	static const char *const none[] = { NULL };
+
+	switch (launcher) {
+	case NK_LAUNCHER_OPENMPI:
+		return ompi;
+	case NK_LAUNCHER_PMI:
+		return pmi;
+	case NK_LAUNCHER_PMIX:
+		return pmix;
+	default:
+		return none;
+	}
+}
+
+/* A usable id: not empty, printable ASCII without blanks (it is written into JSON and file names). */
+static int id_ok(const char *v)
+{
+	if (!*v)
+		return 0;
+	for (; *v; v++)
+		if ((unsigned char)*v <= ' ' || (unsigned char)*v >= 0x7f)
+			return 0;
+	return 1;
+}
+
+/* "A" or "A.B" into @p buf when it fits (else nothing written): its length, or NK_ERANGE. */
+static int put_id(char *buf, size_t cap, const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = b ? strlen(b) : 0, n = la + (b ? 1 + lb : 0);
+
+	if (n + 1 > cap || n > (size_t)NK_JOB_ID_MAX)
+		return NK_ERANGE;
+	memcpy(buf, a, la);
+	if (b) {
+		buf[la] = '.';
+		memcpy(buf + la + 1, b, lb);
+	}
+	buf[n] = '\0';
+	return (int)n;
+}
+
+int nk_job_id(const char *const *envp, int launcher, char *buf, size_t cap, const char **var)
+{
+	const char *const *names;
+	const char *v, *step;
+
+	if (!envp || !buf || !cap || launcher < NK_LAUNCHER_NONE || launcher > NK_LAUNCHER_SLURM)
+		return NK_EINVAL;
+	if (launcher == NK_LAUNCHER_NONE)
+		return NK_ENODATA;
+	names = job_id_vars(launcher);
+	for (size_t i = 0; names[i]; i++) {
+		v = env_get(envp, names[i]);
+		if (v && id_ok(v)) {
+			int n = put_id(buf, cap, v, NULL);
+			if (n > 0 && var)
+				*var = names[i];
+			return n;
+		}
+	}
+	if (launcher == NK_LAUNCHER_OPENMPI || launcher == NK_LAUNCHER_PMIX)
+		return NK_ENODATA;
+	/* PMI and Slurm: the Slurm step (SLURM_JOBID and SLURM_STEPID are the older names) */
+	v = env_get(envp, "SLURM_JOB_ID");
+	if (!v || !id_ok(v))
+		v = env_get(envp, "SLURM_JOBID");
+	if (!v || !id_ok(v))
+		return NK_ENODATA;
+	step = env_get(envp, "SLURM_STEP_ID");
+	if (!step || !id_ok(step))
+		step = env_get(envp, "SLURM_STEPID");
+	if (step && !id_ok(step))
+		step = NULL;
+	int n = put_id(buf, cap, v, step);
+	if (n > 0 && var)
+		*var = step ? "SLURM_JOB_ID.SLURM_STEP_ID" : "SLURM_JOB_ID";
+	return n;
+}

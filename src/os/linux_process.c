@@ -253,6 +253,15 @@ int nk__os_file_size(const char *path, uint64_t *size)
 	return 0;
 }
 
+int nk__os_is_dir(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 1 : 0;
+}
+
 long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

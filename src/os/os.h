@@ -334,6 +334,9 @@ int nk__os_remove(const char *path);
 /** Size of file @p path in *size.  0 or -errno. */
 int nk__os_file_size(const char *path, uint64_t *size);
 
+/** 1 when @p path is a folder (following links), 0 when it is something else, -errno when stat fails. */
+int nk__os_is_dir(const char *path);
+
 /** pread(2) of up to @p len bytes at @p off of file @p path.  Bytes read or -errno. */
 long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len);
 

@@ -169,6 +169,8 @@ struct nk__an_sample {
 	uint8_t first_touch; /* 1: the access that first touched the page */
 	uint8_t init;        /* 1: a site of small blocks' initialisation (nk__an_site_space): an access by the
 			      * block's allocating thread before its next allocation at the site */
+	uint32_t latency;    /* the sample's latency as recorded (pagefault: us since its page was revoked, which
+			      * gives the round of the interval's clusters; the job report recomputes them) */
 };
 
 /** One run of a combined profile (nk__analysis.run_info). */
@@ -273,6 +275,9 @@ struct nk__an_ci {
  * n_eff.  No cluster or no weight: r 0, interval [0, 1], n_eff 0.
  */
 void nk__an_ratio_ci(const double *W, const double *Y, size_t n, double sum_w2, struct nk__an_ci *out);
+/** nk__an_ratio_ci's last step: the interval of share @p r with variance @p var (0: no spread seen) over @p n
+ * clusters, the effective size capped by Kish's @p kish (the job report pools shares over ranks with it). */
+void nk__an_ci_from_var(double r, double var, size_t n, double kish, struct nk__an_ci *out);
 
 /** 1 when @p v's remote share is decided: samples with both nodes known in at least NK__AN_MIN_CLUSTERS
  * clusters and an interval no wider than +-NK__AN_CI_HALF. */

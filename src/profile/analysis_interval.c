@@ -193,3 +193,9 @@ out:
 	free(nc);
 	return rc;
 }
+
+void nk__an_ci_from_var(double r, double var, size_t n, double kish, struct nk__an_ci *out)
+{
+	*out = (struct nk__an_ci){ r, 0, 1, 0 };
+	ci_from_var(r, var, n, kish, out);
+}

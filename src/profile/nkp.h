@@ -322,6 +322,9 @@ size_t nk__nkp_n_runs(const struct nk__nkp_profile *p);
 /** The run holding process @p proc of @p p (0 for a profile built by hand). */
 size_t nk__nkp_run_of(const struct nk__nkp_profile *p, size_t proc);
 
+/** The topology of a machine text (node ids with their cpus, and distances) as one canonical JSON text,
+ * for comparing machines; malloc'ed, NULL when out of memory. */
+char *nk__nkp_topology(const char *machine_json);
 /**
  * Whether run @p r of @p p may be combined with run 0: the same program (the first process's
  * executable, else command[0]) and the same machine topology (node ids, each node's cpus, the

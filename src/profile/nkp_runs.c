@@ -54,8 +54,7 @@ static char *program_of(const struct nk__nkp_profile *p, size_t r)
 	return out;
 }
 
-/* The topology of a machine text: node ids with their cpus, and distances ("" when unreadable). */
-static char *topology_of(const char *machine_json)
+char *nk__nkp_topology(const char *machine_json)
 {
 	json_t *m = machine_json ? json_loads(machine_json, 0, NULL) : NULL;
 	json_t *t = json_object(), *nodes = json_array();
@@ -93,7 +92,7 @@ int nk__nkp_runs_compatible(const struct nk__nkp_profile *p, size_t r, char *why
 		return NK_EINVAL;
 	}
 	char *p0 = program_of(p, 0), *pr = program_of(p, r);
-	char *t0 = topology_of(p->runs[0].machine_json), *tr = topology_of(p->runs[r].machine_json);
+	char *t0 = nk__nkp_topology(p->runs[0].machine_json), *tr = nk__nkp_topology(p->runs[r].machine_json);
 	json_t *r0 = json_loads(p->runs[0].run_json, 0, NULL), *rr = json_loads(p->runs[r].run_json, 0, NULL);
 	if (!p0 || !pr || !t0 || !tr) {
 		snprintf(why, nwhy, "out of memory");

@@ -13,11 +13,14 @@
 #include <string.h>
 
 #include "profile/analysis.h"
+#include "profile/job.h"
 #include "util/error.h"
 #include "util/strbuf.h"
 
+/* A profile: one analysis (a run, or runs pooled), or a job of ranks each analysed alone (job.c). */
 struct nk_profile {
 	struct nk__analysis *a;
+	struct nk__job *job;
 };
 
 int nk__profile_from_analysis(struct nk__analysis *a, nk_profile **out, nk_error *err)
@@ -78,13 +81,21 @@ static int load_runs(const char *const *paths, size_t n, struct nk__nkp_profile 
 	return rc;
 }
 
-int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err)
+/* Append @p w (taken over) to the analysis's warnings.  0 or NK_ENOMEM (@p w freed). */
+static int take_warning(struct nk__analysis *a, char *w)
 {
-	if (!paths || !n || !out)
-		return nk__error(err, NK_EINVAL, "nk_profile_load_many: no profile");
-	for (size_t i = 0; i < n; i++)
-		if (!paths[i])
-			return nk__error(err, NK_EINVAL, "nk_profile_load_many: NULL path");
+	char **nw = w ? realloc(a->warnings, (a->n_warnings + 1) * sizeof(*nw)) : NULL;
+	if (!nw) {
+		free(w);
+		return NK_ENOMEM;
+	}
+	a->warnings = nw;
+	nw[a->n_warnings++] = w;
+	return 0;
+}
+
+int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__analysis **out, nk_error *err)
+{
 	const char *path = n == 1 ? paths[0] : "profiles";
 	struct nk__nkp_profile *np = NULL;
 	char *runs_warn = NULL;
@@ -96,6 +107,7 @@ int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, n
 	if (!syms || !sym_warn) {
 		free(syms);
 		free(sym_warn);
+		free(runs_warn);
 		nk__nkp_free(np);
 		return nk__error(err, NK_ENOMEM, "%s: out of memory", path);
 	}
@@ -118,23 +130,14 @@ int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, n
 	free(syms);
 	if (!rc) {
 		for (size_t i = 0; i < np->n_procs; i++) {
-			if (!sym_warn[i])
-				continue;
-			char **w = realloc(a->warnings, (a->n_warnings + 1) * sizeof(*w));
-			if (!w)
-				break;
-			a->warnings = w;
-			w[a->n_warnings++] = sym_warn[i];
+			if (sym_warn[i])
+				take_warning(a, sym_warn[i]); /* out of memory: the warning is lost, not the report */
 			sym_warn[i] = NULL;
 		}
 	}
 	if (!rc && runs_warn) {
-		char **w = realloc(a->warnings, (a->n_warnings + 1) * sizeof(*w));
-		if (w) {
-			a->warnings = w;
-			w[a->n_warnings++] = runs_warn;
-			runs_warn = NULL;
-		}
+		take_warning(a, runs_warn);
+		runs_warn = NULL;
 	}
 	free(runs_warn);
 	for (size_t i = 0; i < np->n_procs; i++)
@@ -143,6 +146,90 @@ int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, n
 	nk__nkp_free(np);
 	if (rc)
 		return rc;
+	*out = a;
+	return 0;
+}
+
+int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err)
+{
+	if (!paths || !n || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_load_many: no profile");
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i])
+			return nk__error(err, NK_EINVAL, "nk_profile_load_many: NULL path");
+	struct nk__job_inputs in;
+	int rc = nk__job_inputs(paths, n, &in, err);
+	if (rc)
+		return rc;
+	if (in.is_job) { /* a job: each rank analysed alone (job.c) */
+		struct nk__job *j = NULL;
+		rc = nk__job_load(&in, &j, err);
+		nk__job_inputs_free(&in);
+		if (rc)
+			return rc;
+		nk_profile *p = calloc(1, sizeof(*p));
+		if (!p) {
+			nk__job_free(j);
+			return nk__error(err, NK_ENOMEM, "profile: out of memory");
+		}
+		p->job = j;
+		*out = p;
+		return 0;
+	}
+	nk__job_inputs_free(&in);
+	struct nk__analysis *a = NULL;
+	if ((rc = nk__profile_analyse_files(paths, n, &a, err)))
+		return rc;
+	rc = nk__profile_from_analysis(a, out, err);
+	if (rc)
+		nk__analysis_free(a);
+	return rc;
+}
+
+int nk_profile_load_pooled(const char *const *paths, size_t n, nk_profile **out, nk_error *err)
+{
+	if (!paths || !n || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_load_pooled: no profile");
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i])
+			return nk__error(err, NK_EINVAL, "nk_profile_load_pooled: NULL path");
+	struct nk__job_inputs in;
+	struct nk__analysis *a = NULL;
+	int rc = nk__job_inputs(paths, n, &in, err);
+	if (rc)
+		return rc;
+	if (!in.is_job) {
+		nk__job_inputs_free(&in);
+		if ((rc = nk__profile_analyse_files(paths, n, &a, err)))
+			return rc;
+	} else {
+		/* a job's ranks as runs of one program (SPMD): one analysis, variables pooled by key */
+		rc = nk__profile_analyse_files((const char *const *)in.paths, in.n, &a, err);
+		if (rc == NK_EINVAL && err) {
+			char msg[sizeof err->message];
+			snprintf(msg, sizeof msg, "the job's ranks cannot be pooled as runs of one program: %.380s; pass the "
+				 "rank files of the ranks on one kind of machine", err->message);
+			snprintf(err->message, sizeof err->message, "%s", msg);
+		}
+		if (!rc) {
+			for (size_t i = 0; i < in.n_warnings && !rc; i++) {
+				rc = take_warning(a, in.warnings[i]);
+				in.warnings[i] = NULL;
+			}
+			if (!rc)
+				rc = take_warning(a, nk__aprintf("the %zu ranks of the job (%s%s%s) are pooled as runs of one "
+								 "program: counts are means per rank", in.n,
+								 nk_launcher_name(in.launcher), in.id ? ", job " : "",
+								 in.id ? in.id : ""));
+			if (rc) {
+				nk__analysis_free(a);
+				rc = nk__error(err, NK_ENOMEM, "out of memory");
+			}
+		}
+		nk__job_inputs_free(&in);
+		if (rc)
+			return rc;
+	}
 	rc = nk__profile_from_analysis(a, out, err);
 	if (rc)
 		nk__analysis_free(a);
@@ -154,6 +241,7 @@ void nk_profile_free(nk_profile *p)
 	if (!p)
 		return;
 	nk__analysis_free(p->a);
+	nk__job_free(p->job);
 	free(p);
 }
 
@@ -1143,6 +1231,8 @@ int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err
 {
 	if (!p || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
+	if (p->job)
+		return nk__job_report(p->job, format, out, err);
 	return nk__report_analysis(p->a, format, out, err);
 }
 
@@ -1201,6 +1291,9 @@ int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err)
 {
 	if (!p || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_sharing: NULL argument");
+	if (p->job)
+		return nk__error(err, NK_EINVAL, "a job's profile has no one sharing matrix (threads share within a "
+				 "process): give one rank's profile, e.g. %s", p->job->n_ranks ? p->job->ranks[0].path : "RANK.nkp");
 	return nk__sharing_analysis(p->a, out, err);
 }
 
@@ -1225,6 +1318,14 @@ int nk__coverage_text(const struct nk__analysis *a, char **why)
 int nk_profile_coverage(const nk_profile *p, int *complete, char **why, nk_error *err)
 {
 	char *t = NULL;
+	if (p && p->job && complete) {
+		if (why && !p->job->covered && nk__job_coverage_text(p->job, &t))
+			return nk__error(err, NK_ENOMEM, "out of memory");
+		*complete = p->job->covered;
+		if (why)
+			*why = t;
+		return 0;
+	}
 	if (!p || !p->a || !complete)
 		return nk__error(err, NK_EINVAL, "nk_profile_coverage: NULL argument");
 	if (why && !p->a->covered && nk__coverage_text(p->a, &t))

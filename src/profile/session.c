@@ -568,6 +568,71 @@ static int drain_hw(struct session *s, nk_error *err)
 	return 0;
 }
 
+/* ---- a rank of a job (RUN "job", docs/formats.md) ---- */
+
+static const char *launcher_key(int l)
+{
+	switch (l) {
+	case NK_LAUNCHER_OPENMPI:
+		return "openmpi";
+	case NK_LAUNCHER_PMI:
+		return "pmi";
+	case NK_LAUNCHER_PMIX:
+		return "pmix";
+	case NK_LAUNCHER_SLURM:
+		return "slurm";
+	}
+	return NULL;
+}
+
+#define MAX_JOB_RANKS (1 << 24)
+#define MAX_HOST_NAME 255
+
+/* A text the report can print: printable, no quote or backslash games needed beyond JSON's own. */
+static int job_text_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+	for (; s && *s; s++, n++)
+		if ((unsigned char)*s < ' ' || *s == 0x7f)
+			return 0;
+	return n <= max;
+}
+
+static int check_job(const nk_profile_job *j, nk_error *err)
+{
+	if (!launcher_key(j->launcher))
+		return nk__error(err, NK_EINVAL, "job: unknown launcher %d", j->launcher);
+	if (j->rank < 0 || j->rank >= MAX_JOB_RANKS)
+		return nk__error(err, NK_EINVAL, "job: rank %d out of range 0..%d", j->rank, MAX_JOB_RANKS - 1);
+	if (j->size != -1 && (j->size <= j->rank || j->size > MAX_JOB_RANKS))
+		return nk__error(err, NK_EINVAL, "job: size %d: expected -1 or more than rank %d", j->size, j->rank);
+	if ((j->local_rank == -1) != (j->local_size == -1) || j->local_rank < -1 ||
+	    (j->local_size != -1 && (j->local_size < 1 || j->local_rank >= j->local_size || j->local_size > MAX_JOB_RANKS)))
+		return nk__error(err, NK_EINVAL, "job: local rank %d of %d: expected 0 <= local rank < local size, or both -1",
+				 j->local_rank, j->local_size);
+	if (!job_text_ok(j->host, MAX_HOST_NAME))
+		return nk__error(err, NK_EINVAL, "job: host name longer than %d bytes or with control characters",
+				 MAX_HOST_NAME);
+	if (!job_text_ok(j->id, NK_JOB_ID_MAX))
+		return nk__error(err, NK_EINVAL, "job: id longer than %d bytes or with control characters", NK_JOB_ID_MAX);
+	return 0;
+}
+
+static json_t *job_json(const nk_profile_job *j)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "launcher", json_string(launcher_key(j->launcher)));
+	json_object_set_new(o, "rank", json_integer(j->rank));
+	json_object_set_new(o, "size", j->size >= 0 ? json_integer(j->size) : json_null());
+	json_object_set_new(o, "local_rank", j->local_rank >= 0 ? json_integer(j->local_rank) : json_null());
+	json_object_set_new(o, "local_size", j->local_size >= 0 ? json_integer(j->local_size) : json_null());
+	json_object_set_new(o, "host", j->host && *j->host ? json_string(j->host) : json_null());
+	json_object_set_new(o, "id", j->id && *j->id ? json_string(j->id) : json_null());
+	return o;
+}
+
 /* ---- the RUN record ---- */
 
 static char *run_json(const struct session *s, char *const argv[], uint64_t start_unix, uint64_t wall,
@@ -603,6 +668,12 @@ static char *run_json(const struct session *s, char *const argv[], uint64_t star
 	json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
 	if (s->hws.lost)
 		json_object_set_new(o, "hw_lost", json_integer((json_int_t)s->hws.lost));
+	if (s->o->job) {
+		json_t *j = job_json(s->o->job);
+		if (!j)
+			goto out;
+		json_object_set_new(o, "job", j);
+	}
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 out:
 	json_decref(cmd);
@@ -645,7 +716,7 @@ static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *er
 		return nk__error(err, NK_EINVAL, "small_blocks must be 0 or 1");
 	if (o->roi != 0 && o->roi != 1)
 		return nk__error(err, NK_EINVAL, "roi must be 0 or 1");
-	return 0;
+	return o->job ? check_job(o->job, err) : 0;
 }
 
 int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const argv[], nk_profile_run_result *res,

@@ -11,6 +11,15 @@
  *       (as ASLR would), and other-program.nkp (hotspot of ./mesher); and
  *       dropped.nkp (hotspot's, its budget spent: samples dropped, so it
  *       does not cover the run).
+ *       For job profiles (issue 14): DIR/job.nkp/rank-0.nkp .. rank-3.nkp, the
+ *       ranks of one Open MPI job (id 4242) on hosts n0 (ranks 0-1) and n1
+ *       (2-3, a machine with other distances), each a process of its own
+ *       (pid 5000+R, addresses moved); "grid" partitioned and local except in
+ *       rank 3 (placed on the other node: the rank that differs), "halo" read
+ *       by every thread, half of it remote; and to be refused:
+ *       job-other-program.nkp (rank 1 of the same job, another program),
+ *       job-other-id.nkp (rank 1 of job 999), job-rank2-again.nkp (rank 2
+ *       again), job-bad.nkp (a RUN "job" object with rank 7 of 4).
  *   nk_gen_nkp --golden NAME FORMAT
  *       prints what `numakit report [--json] NAME.nkp` must print, in the
  *       golden file layout of run_golden.py, computed from the same profile
@@ -21,6 +30,7 @@
  * serialised, so the file and the expectation cannot drift apart.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +44,8 @@
 static uint64_t shift;
 static uint32_t pid = 4242;
 static const char *prog = "./solver";
+static const char *machine_desc = "nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M";
+static char job_member[256]; /* ", \"job\": {...}" in RUN, "" outside a job */
 #define BASE (0x10000000ull + shift)
 #define TID0 (pid == 4242 ? 5000u : 6000u) /* thread ids differ between runs too */
 
@@ -73,7 +85,7 @@ static void init(struct gen *g, int threads, int complete, const char *sampler)
 	nk_machine *m = NULL;
 	nk_error err;
 	char *json = NULL;
-	if (nk_machine_load_synthetic("nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M", &m, &err) ||
+	if (nk_machine_load_synthetic(machine_desc, &m, &err) ||
 	    nk_machine_to_json(m, 0, &json)) {
 		fprintf(stderr, "nk_gen_nkp: machine: %s\n", err.message);
 		exit(1);
@@ -253,8 +265,8 @@ static void finish(struct gen *g)
 	snprintf(buf, sizeof(buf),
 		 "{\"numakit\": \"0.1.0\", \"command\": [\"%s\", \"-n\", \"64\"], \"sampler\": \"%s\", "
 		 "\"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, \"wall_ns\": %s, "
-		 "\"exit_status\": 0, \"signal\": 0, \"processes\": 1, \"samples\": %zu}",
-		 prog, g->sampler, shift ? "3500000000" : "2500000000", g->pd.n_samples);
+		 "\"exit_status\": 0, \"signal\": 0, \"processes\": 1, \"samples\": %zu%s}",
+		 prog, g->sampler, shift ? "3500000000" : "2500000000", g->pd.n_samples, job_member);
 	free(g->p.run_json);
 	g->p.run_json = xstrdup(buf);
 	snprintf(buf, sizeof(buf),
@@ -270,6 +282,29 @@ static void finish(struct gen *g)
 	g->pd.end_json = xstrdup(buf);
 }
 
+/* Rank @p rank of the job: 4 threads, nodes 0 (threads 0-1) and 1 (2-3).  grid: 64 pages, a slice of 16
+ * per thread, 4 reads a page, on the thread's node (rank 3: on the other node); halo: 16 pages read by
+ * every thread, page p on node p % 2.  Trace samples (each its own cluster): every share decided. */
+static void build_rank(struct gen *g, int rank)
+{
+	init(g, 4, 1, "trace");
+	name(g, BASE, 64 * PAGE, "grid");
+	name(g, BASE + (16 << 20), 16 * PAGE, "halo");
+	uint64_t t = 50;
+	for (int k = 0; k < 4; k++)
+		for (int th = 0; th < 4; th++)
+			for (int pg = th * 16; pg < th * 16 + 16; pg++) {
+				int node = th / 2;
+				sample(g, t++, BASE + pg * PAGE + 64 * (uint64_t)k, 0x400b20, th, node, rank == 3 ? 1 - node : node,
+				       NK__ACC_READ, 0, 0);
+			}
+	for (int k = 0; k < 2; k++)
+		for (int th = 0; th < 4; th++)
+			for (int pg = 0; pg < 16; pg++)
+				sample(g, t++, BASE + (16 << 20) + pg * PAGE + 64 * (uint64_t)k, 0x400c30, th, th / 2, pg % 2,
+				       NK__ACC_READ, 0, 0);
+}
+
 static void build(struct gen *g, const char *what)
 {
 	if (!strcmp(what, "hotspot"))
@@ -280,6 +315,8 @@ static void build(struct gen *g, const char *what)
 		build_onethread(g);
 	else if (!strcmp(what, "advise"))
 		build_advise(g);
+	else if (!strncmp(what, "rank", 4) && what[4] >= '0' && what[4] <= '3' && !what[5])
+		build_rank(g, what[4] - '0');
 	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
 		build_hotspot(g, 1);
 		g->dropped = 33600000;
@@ -430,6 +467,38 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/other-program.nkp", argv[1]);
 	write_profile(&g, path, 0);
 	free_gen(&g);
+	/* a job of 4 ranks on two hosts (the second a machine with other distances), and parts it refuses */
+	snprintf(path, sizeof(path), "%s/job.nkp", argv[1]);
+	mkdir(path, 0777);
+	struct { const char *file, *prog; int rank, size; const char *id; } jobs[] = {
+		{ "job.nkp/rank-0.nkp", "./solver", 0, 4, "4242" }, { "job.nkp/rank-1.nkp", "./solver", 1, 4, "4242" },
+		{ "job.nkp/rank-2.nkp", "./solver", 2, 4, "4242" }, { "job.nkp/rank-3.nkp", "./solver", 3, 4, "4242" },
+		{ "job-other-program.nkp", "./mesher", 1, 4, "4242" }, { "job-other-id.nkp", "./solver", 1, 4, "999" },
+		{ "job-rank2-again.nkp", "./solver", 2, 4, "4242" }, { "job-bad.nkp", "./solver", 7, 4, "4242" },
+	};
+	for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) {
+		int r = jobs[i].rank % 4;
+		char what[8];
+		snprintf(job_member, sizeof job_member,
+			 ", \"job\": {\"launcher\": \"openmpi\", \"rank\": %d, \"size\": %d, \"local_rank\": %d, "
+			 "\"local_size\": 2, \"host\": \"n%d\", \"id\": \"%s\"}",
+			 jobs[i].rank, jobs[i].size, r % 2, r / 2, jobs[i].id);
+		prog = jobs[i].prog;
+		pid = 5000 + (uint32_t)r;
+		shift = (uint64_t)r * 0x1234000;
+		machine_desc = r / 2 ? "nodes=2 cores=4 mem=1G dist=10:31 l2=256K l3=8M"
+				     : "nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M";
+		snprintf(what, sizeof what, "rank%d", r);
+		build(&g, what);
+		snprintf(path, sizeof(path), "%s/%s", argv[1], jobs[i].file);
+		write_profile(&g, path, 0);
+		free_gen(&g);
+	}
+	job_member[0] = 0;
+	prog = "./solver";
+	pid = 4242;
+	shift = 0;
+	machine_desc = "nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M";
 	snprintf(path, sizeof(path), "%s/corrupt.nkp", argv[1]);
 	FILE *f = fopen(path, "wb");
 	if (!f || fputs("NKPROF\r\x01 this is not a profile\n", f) == EOF || fclose(f)) {

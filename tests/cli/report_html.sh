@@ -2,7 +2,7 @@
 # Render the HTML report of `numakit report` in headless Chromium and check the screenshot is not
 # trivial (a blank or broken page compresses to a few KiB).  Exit 77 (skipped) without Chromium.
 #   report_html.sh analysis TEST_ANALYSIS    the demo report written by test_analysis (no reader needed)
-#   report_html.sh cli NUMAKIT PROFILE.nkp   numakit report --html of a profile file
+#   report_html.sh cli NUMAKIT PROFILE.nkp   numakit report --html of a profile file (or a job's folder)
 set -u
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$chrome" ]; then

@@ -50,6 +50,7 @@ static int check_fixture(const char *name)
 	char path[512], *text, *line, *save = NULL;
 	const char *envp[256];
 	char problems[8][200];
+	char want_id[128] = "", want_var[64] = "";
 	int n = 0, np = 0, want_l = -2, want_rank = -2, want_size = -2, want_lr = -2, want_ls = -2, want_rc = 1;
 	nk_job_info info;
 	int rc;
@@ -64,6 +65,8 @@ static int check_fixture(const char *name)
 					 6);
 			want_l = launcher_of(l);
 			want_rc = rc_of(r);
+		} else if (!strncmp(line, "#! jobid ", 9)) {
+			assert_true(sscanf(line + 9, "%127s %63s", want_id, want_var) >= 1);
 		} else if (!strncmp(line, "#! problem ", 11)) {
 			assert_true(np < 8);
 			snprintf(problems[np++], sizeof problems[0], "%s", line + 11);
@@ -88,6 +91,18 @@ static int check_fixture(const char *name)
 		fail_msg("%s: unexpected problems: %s", name, info.problems);
 	if (want_rc == NK_EPARSE)
 		assert_true(info.problems[0] != 0);
+	if (want_id[0]) {
+		char id[NK_JOB_ID_MAX + 1];
+		const char *var = NULL;
+		int n_id = nk_job_id(envp, info.launcher, id, sizeof id, &var);
+		if (!strcmp(want_id, "-")) {
+			if (n_id != NK_ENODATA || var)
+				fail_msg("%s: job id %d \"%s\" from %s, expected none", name, n_id, n_id > 0 ? id : "", var);
+		} else if (n_id != (int)strlen(want_id) || strcmp(id, want_id) || !var || strcmp(var, want_var)) {
+			fail_msg("%s: job id %d \"%s\" from %s, expected \"%s\" from %s", name, n_id, n_id > 0 ? id : "",
+				 var ? var : "nothing", want_id, want_var);
+		}
+	}
 	free(text);
 	return 1;
 }
@@ -147,6 +162,43 @@ static void test_edges(void **state)
 	assert_int_equal(nk_job_detect(empty_val, &info), NK_EPARSE);
 	assert_int_equal(info.launcher, NK_LAUNCHER_PMI);
 	assert_string_equal(nk_launcher_name(NK_LAUNCHER_OPENMPI), "Open MPI");
+
+	/* job ids: the launcher's own variables only, checked values, the older Slurm names, sizes */
+	char id[NK_JOB_ID_MAX + 1], small[4];
+	const char *var = NULL;
+	const char *ompi_both[] = { "PMIX_NAMESPACE=ns", "OMPI_MCA_ess_base_jobid=123", NULL };
+	const char *blank_id[] = { "OMPI_MCA_ess_base_jobid=1 2", "PMIX_NAMESPACE=ns", NULL };
+	const char *slurm_old[] = { "SLURM_JOBID=77", "SLURM_STEPID=3", NULL };
+	const char *slurm_nostep[] = { "SLURM_JOB_ID=77", NULL };
+	const char *kvs[] = { "PMI_KVSNAME=kvs_42_0", "SLURM_JOB_ID=77", "SLURM_STEP_ID=0", NULL };
+	const char *pmi_slurm[] = { "PMI_RANK=1", "SLURM_JOB_ID=77", "SLURM_STEP_ID=2", NULL };
+	assert_int_equal(nk_job_id(ompi_both, NK_LAUNCHER_OPENMPI, id, sizeof id, &var), 3);
+	assert_string_equal(id, "123");
+	assert_string_equal(var, "OMPI_MCA_ess_base_jobid");
+	assert_int_equal(nk_job_id(blank_id, NK_LAUNCHER_OPENMPI, id, sizeof id, &var), 2);
+	assert_string_equal(id, "ns");
+	assert_int_equal(nk_job_id(slurm_old, NK_LAUNCHER_SLURM, id, sizeof id, &var), 4);
+	assert_string_equal(id, "77.3");
+	assert_int_equal(nk_job_id(slurm_nostep, NK_LAUNCHER_SLURM, id, sizeof id, &var), 2);
+	assert_string_equal(var, "SLURM_JOB_ID");
+	assert_int_equal(nk_job_id(kvs, NK_LAUNCHER_PMI, id, sizeof id, NULL), 8);
+	assert_string_equal(id, "kvs_42_0");
+	assert_int_equal(nk_job_id(pmi_slurm, NK_LAUNCHER_PMI, id, sizeof id, &var), 4);
+	assert_string_equal(id, "77.2");
+	/* nested launchers: the allocation's id is not Open MPI's nor PMIx's; a failure changes nothing */
+	var = NULL;
+	strcpy(id, "kept");
+	assert_int_equal(nk_job_id(slurm_nostep, NK_LAUNCHER_OPENMPI, id, sizeof id, &var), NK_ENODATA);
+	assert_null(var);
+	assert_string_equal(id, "kept");
+	assert_int_equal(nk_job_id(slurm_nostep, NK_LAUNCHER_PMIX, id, sizeof id, NULL), NK_ENODATA);
+	assert_int_equal(nk_job_id(slurm_nostep, NK_LAUNCHER_NONE, id, sizeof id, NULL), NK_ENODATA);
+	assert_int_equal(nk_job_id(ompi_both, NK_LAUNCHER_OPENMPI, small, sizeof small, NULL), 3);
+	assert_int_equal(nk_job_id(slurm_old, NK_LAUNCHER_SLURM, small, sizeof small, NULL), NK_ERANGE);
+	assert_string_equal(small, "123"); /* as it was */
+	assert_int_equal(nk_job_id(NULL, NK_LAUNCHER_SLURM, id, sizeof id, NULL), NK_EINVAL);
+	assert_int_equal(nk_job_id(slurm_old, 9, id, sizeof id, NULL), NK_EINVAL);
+	assert_int_equal(nk_job_id(slurm_old, NK_LAUNCHER_SLURM, id, 0, NULL), NK_EINVAL);
 	assert_string_equal(nk_launcher_name(99), "none");
 }
 

@@ -259,6 +259,63 @@ static void test_run_exit_status(void **state)
 	assert_false(dir_exists(parts)); /* removed after the merge */
 }
 
+/* A rank of a job: RUN carries its job object; a job outside the ranges is refused and changes nothing. */
+static void test_run_job(void **state)
+{
+	nk_profile_opts o;
+	nk_profile_run_result res;
+	nk_error err = { 0, "" };
+	char script[8192];
+	char *out = out_path("rank-3.nkp");
+	nk_profile_job job = { NK_LAUNCHER_SLURM, 3, 4, 1, 2, "n7", "77.1" };
+
+	(void)state;
+	base_opts(&o, out);
+	o.job = &job;
+	snprintf(script, sizeof script, PART_FN "part $$ 1; exit 0");
+	if (run_sh(&o, script, &res, &err))
+		fail_msg("%s", err.message);
+	assert_true(profile_has(out, "\"job\":{\"launcher\":\"slurm\",\"rank\":3,\"size\":4,\"local_rank\":1,"
+				     "\"local_size\":2,\"host\":\"n7\",\"id\":\"77.1\"}"));
+	/* unknowns are null */
+	nk_profile_job some = { NK_LAUNCHER_PMI, 0, -1, -1, -1, NULL, "" };
+	o.job = &some;
+	if (run_sh(&o, script, &res, &err))
+		fail_msg("%s", err.message);
+	assert_true(profile_has(out, "\"job\":{\"launcher\":\"pmi\",\"rank\":0,\"size\":null,\"local_rank\":null,"
+				     "\"local_size\":null,\"host\":null,\"id\":null}"));
+	/* refused before anything runs */
+	char long_id[NK_JOB_ID_MAX + 2];
+	memset(long_id, 'x', sizeof long_id - 1);
+	long_id[sizeof long_id - 1] = 0;
+	static const struct {
+		nk_profile_job j;
+		const char *why;
+	} bad[] = {
+		{ { NK_LAUNCHER_NONE, 0, 1, 0, 1, NULL, NULL }, "launcher" },
+		{ { NK_LAUNCHER_SLURM, -1, 4, 0, 1, NULL, NULL }, "rank -1" },
+		{ { NK_LAUNCHER_SLURM, 4, 4, 0, 1, NULL, NULL }, "size 4" },
+		{ { NK_LAUNCHER_SLURM, 1, 4, 2, 2, NULL, NULL }, "local rank 2 of 2" },
+		{ { NK_LAUNCHER_SLURM, 1, 4, 0, -1, NULL, NULL }, "local rank 0 of -1" },
+		{ { NK_LAUNCHER_SLURM, 1, 4, 0, 1, "a\nb", NULL }, "host" },
+	};
+	char *never = out_path("never.nkp");
+	base_opts(&o, never);
+	memset(&res, 0x5a, sizeof res);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		o.job = &bad[i].j;
+		assert_int_equal(run_sh(&o, script, &res, &err), NK_EINVAL);
+		if (!strstr(err.message, bad[i].why))
+			fail_msg("case %zu: %s", i, err.message);
+	}
+	nk_profile_job toolong = { NK_LAUNCHER_SLURM, 1, 4, 0, 1, NULL, long_id };
+	o.job = &toolong;
+	assert_int_equal(run_sh(&o, script, &res, &err), NK_EINVAL);
+	assert_non_null(strstr(err.message, "id longer"));
+	assert_int_equal(res.exit_status, 0x5a5a5a5a);
+	assert_int_equal(access(never, F_OK), -1);
+}
+
 static void test_run_preload_kept_and_roi(void **state)
 {
 	nk_profile_opts o;
@@ -532,6 +589,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_not_found),
 		cmocka_unit_test(test_run_exit_status),
+		cmocka_unit_test(test_run_job),
 		cmocka_unit_test(test_run_preload_kept_and_roi),
 		cmocka_unit_test(test_run_killed),
 		cmocka_unit_test(test_run_fork),

@@ -1,0 +1,228 @@
+/*
+ * Job profiles (issue 14 §2, docs/profile.md "Profiling an MPI job", docs/report.md "Jobs"): the
+ * profiles of a parallel job's ranks, one file per rank (`numakit profile` under a launcher writes
+ * DIR/rank-R.nkp, the rank in the RUN record's "job" object), read as one job.
+ *
+ * job.c finds the rank files (a folder's rank-N.nkp), reads what each says about itself from its
+ * first records (the peek: RUN and the first META, no more), refuses what is not one job, then
+ * analyses each rank as the single profile it is (the same loading and analysis as `numakit report
+ * RANK.nkp`, one rank in memory at a time) and keeps a summary per rank: totals, the rank x page-node
+ * counts, each variable's counts and the sums the interval of a pooled remote share needs.
+ * report_job.c writes the job's report (text, JSON, HTML).  Private to src/profile/.
+ */
+#ifndef NK_PROFILE_JOB_H
+#define NK_PROFILE_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numakit.h"
+#include "profile/analysis.h"
+
+/* Ranks that differ from the others (docs/report.md, "Ranks that differ"). */
+#define NK__JOB_MIN_RANKS 3       /* ranks with a known remote share needed before one is called out */
+#define NK__JOB_DIFF 0.10         /* a remote share at least this far from the median rank's ... */
+#define NK__JOB_LOAD 2.0          /* accesses more than this many times the median rank's, or less than 1/this */
+#define NK__JOB_SPREAD_S 120      /* ranks without a job id started further apart than this: warned about */
+#define NK__JOB_TOP 3             /* top variables kept per rank */
+#define NK__JOB_MAX_RANKS (1 << 24)
+
+/** What a profile says about itself in its first records. */
+struct nk__job_peek {
+	char *exe;            /* the first process's META exe, else RUN command[0], else "?" */
+	char *command;        /* RUN command, joined by spaces ("?" none) */
+	int has_job;          /* RUN has a "job" object */
+	int launcher;         /* enum nk_launcher (has_job) */
+	int rank, size, local_rank, local_size; /* -1 unknown */
+	char *host, *id;      /* NULL unknown */
+	uint64_t start_unix_ns;
+};
+
+/**
+ * The peek of the profile in @p data (@p len bytes, named @p name in messages): the file header, RUN
+ * (required first), and the records up to the first META (MACHINE and PROCESS skipped).  A "job"
+ * object, when RUN has one, must hold a known launcher and ranks in range.  Returns 0, NK_EPARSE /
+ * NK_EVERSION (the message names @p name, the offset and the record, as the reader's do), NK_ENOMEM.
+ * For the fuzzer and nk__job_peek_file.
+ */
+int nk__job_peek_buffer(const void *data, size_t len, const char *name, struct nk__job_peek *out, nk_error *err);
+/** nk__job_peek_buffer of the file @p path, reading only its first records.  Adds NK_ENOENT, NK_EIO. */
+int nk__job_peek_file(const char *path, struct nk__job_peek *out, nk_error *err);
+void nk__job_peek_free(struct nk__job_peek *p);
+
+/** The inputs of a load: files, directories expanded, each file's peek; a job or not. */
+struct nk__job_inputs {
+	char **paths;         /* the files: a folder's rank-N.nkp by rank, other paths as given */
+	struct nk__job_peek *peeks; /* [n] (when is_job) */
+	size_t n;
+	int is_job;           /* a folder was given, or the files' RUN records have "job" objects */
+	/* a job (is_job): sorted by rank */
+	int launcher, size;   /* size -1 unknown */
+	char *id;             /* NULL none */
+	int *missing;         /* ranks below size without a file */
+	size_t n_missing;
+	char **warnings;
+	size_t n_warnings;
+};
+
+/**
+ * Expand and check @p paths (@p n of them): a folder stands for its rank-N.nkp files.  When they form
+ * a job, peek every file and check that they are one job: every file a rank (no other profile mixed
+ * in), one program, one launcher, one job id where given, one size, no rank twice and none beyond the
+ * size.  Missing ranks, ranks without an id among ranks with one, ranks without an id started far
+ * apart, and parts left in the folder are warnings.  Not a job: the paths are kept as given and
+ * nothing is read (the loader's own errors then speak).  Returns 0; NK_EINVAL (not one job: the
+ * message names the files and why), NK_ENOENT (a folder without rank files), NK_EPARSE /
+ * NK_EVERSION / NK_EIO (a rank file's first records), NK_ENOMEM.
+ */
+int nk__job_inputs(const char *const *paths, size_t n, struct nk__job_inputs *out, nk_error *err);
+/** The checks of nk__job_inputs on @p in->peeks and paths (sorted by rank on success); for the fuzzer. */
+int nk__job_check(struct nk__job_inputs *in, nk_error *err);
+void nk__job_inputs_free(struct nk__job_inputs *in);
+
+/**
+ * The sums the interval of a remote share needs (docs/report.md, "What the numbers estimate"), over
+ * the samples with both nodes known, centred on the share @p rc of the rank they came from so that
+ * shares pooled over ranks (whose clusters never span two ranks) lose no precision: for each of the
+ * three clusterings (16-page group, 10 ms round, both; for hw, trace and timer samples each sample
+ * alone) the clusters' A = sum (Y - rc W)^2, B = sum (Y - rc W) W, C = sum W^2 and their number.
+ */
+struct nk__job_stats {
+	double sw, sy, sw2;   /* sum of weights, of remote weights, of squared weights (Kish) */
+	double rc;            /* the centre */
+	double A[3], B[3], C[3];
+	uint64_t n[3];        /* clusters */
+	uint64_t known;       /* samples */
+};
+
+/** A share and its interval. */
+struct nk__job_share {
+	int known;            /* samples with both nodes known */
+	double r, lo, hi, n_eff;
+	uint64_t clusters, samples;
+	int decided;          /* nk__an_decided's rule */
+};
+
+/** One variable in one rank. */
+struct nk__job_vrank {
+	size_t rank;          /* index into nk__job.ranks */
+	uint64_t samples, acc, local, remote;
+	struct nk__job_share share;  /* the rank's own (its report's interval) */
+	struct nk__job_stats st;     /* for the pooled share */
+	int diag, fix;
+	const char *policy;
+	int differs;          /* its share differs from the median rank's (the job's rule) */
+};
+
+/** A variable of the job: the same key in several ranks. */
+struct nk__job_var {
+	char *key, *name;
+	int kind;
+	uint64_t size;        /* the largest of the ranks' */
+	uint64_t samples, acc, local, remote, unknown; /* summed over the ranks */
+	struct nk__job_share share; /* pooled over the ranks */
+	struct nk__job_vrank *per; /* by rank */
+	size_t n_per;
+	int diag_count[5];    /* ranks per enum nk__diag */
+	int median;           /* index into per of the median rank's share, -1 fewer than NK__JOB_MIN_RANKS */
+	size_t n_differ;
+};
+
+/** One rank. */
+struct nk__job_rank {
+	char *path;
+	int rank, local_rank, local_size; /* -1 unknown */
+	char *host;           /* "" unknown */
+	size_t host_index;
+	char *command, *sampler;
+	uint64_t wall_ns;
+	int processes, runs;
+	uint64_t samples, acc, local, remote, unknown;
+	struct nk__job_stats st;
+	struct nk__job_share share;
+	/* accesses (means per run, as its report) and samples by the node of the page; the analysis's nodes */
+	int n_nodes;
+	int *node_ids;
+	uint64_t *acc_page, *samples_page;
+	uint64_t acc_page_unknown, samples_page_unknown;
+	int covered;
+	char *coverage;       /* the reasons, "; "-joined, NULL when covered */
+	char **warnings;
+	size_t n_warnings;
+	size_t top[NK__JOB_TOP]; /* indices into nk__job.vars, by the rank's remote accesses */
+	size_t top_per[NK__JOB_TOP]; /* and into that variable's per[] */
+	size_t n_top;
+	char *differs;        /* why it differs from the others, NULL when it does not */
+	char *machine_json;   /* the machine it ran on (host topology), NULL unknown */
+};
+
+struct nk__job_host {
+	char *name;           /* "" unknown */
+	size_t *ranks;        /* indices into nk__job.ranks, by rank */
+	size_t n_ranks;
+	int n_nodes;          /* of its machine (the first rank's) */
+	int *node_ids;
+	int cpus;             /* of its machine, 0 unknown */
+	int topology;         /* hosts with one topology (node ids, cpus, distances) share the number, from 0 */
+};
+
+struct nk__job_build; /* job.c: the state of a job while its ranks are added */
+
+struct nk__job {
+	struct nk__job_build *build; /* NULL once finished */
+	char *program, *exe;  /* the first rank's RUN command[0], the checked executable */
+	char *sampler;        /* the ranks', or "mixed" */
+	int launcher, size;   /* size -1 unknown */
+	char *id;             /* NULL none */
+	struct nk__job_rank *ranks;
+	size_t n_ranks;
+	struct nk__job_host *hosts;
+	size_t n_hosts;
+	int topologies;       /* distinct host topologies */
+	struct nk__job_var *vars;
+	size_t n_vars;
+	size_t *order;        /* vars by summed remote accesses, then accesses, then key */
+	uint64_t samples, acc, local, remote, unknown, wall_ns; /* wall: the longest rank's */
+	int processes;
+	struct nk__job_stats st;
+	struct nk__job_share share;
+	int *missing;
+	size_t n_missing;
+	int median;           /* index into ranks of the median rank (remote share), -1: fewer than NK__JOB_MIN_RANKS */
+	int median_load;      /* index into ranks of the median rank by accesses, -1 likewise */
+	size_t n_differ;
+	int covered;
+	char **warnings;
+	size_t n_warnings;
+};
+
+/** Load the job of @p in (nk__job_inputs with is_job): each rank analysed alone, summarised. */
+int nk__job_load(const struct nk__job_inputs *in, struct nk__job **out, nk_error *err);
+
+/* The loader in pieces, for tests that build analyses in memory: */
+int nk__job_begin(const struct nk__job_inputs *in, struct nk__job **out);
+/** Add rank @p pk (file @p path) analysed as @p a; ranks in any order.  0 or NK_ENOMEM. */
+int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const char *path,
+		     const struct nk__analysis *a);
+/** Sort, pool, decide which ranks differ.  0 or NK_ENOMEM. */
+int nk__job_finish(struct nk__job *j);
+void nk__job_free(struct nk__job *j);
+
+/** The job's coverage reasons joined by "; " into *why (malloc'ed; "" when covered).  0 or NK_ENOMEM. */
+int nk__job_coverage_text(const struct nk__job *j, char **why);
+
+/* ---- report_job.c ---- */
+#define NK__JOB_REPORT_VERSION 1
+/** The report of @p j in @p format (enum nk_report_format).  0, NK_EINVAL, NK_ENOMEM. */
+int nk__job_report(const struct nk__job *j, int format, char **out, nk_error *err);
+
+/* ---- report.c ---- */
+/**
+ * Load, symbolise and analyse the profiles @p paths (one, or several runs joined) exactly as
+ * nk_profile_load_many does for profiles that are not a job; @p extra (may be NULL) are warnings
+ * added to the analysis (taken over on success).  For the job loader (one rank file) and the pooled
+ * loader (a job's rank files as runs).
+ */
+int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__analysis **out, nk_error *err);
+
+#endif
