@@ -429,9 +429,11 @@ static double pf_target(double load, uint64_t dt_ns, uint64_t samples, uint64_t 
 		t = per > 0 ? rate / per : limit;
 		if (t > 4.0 * load)
 			t = 4.0 * load;
+		if (t < 1)
+			t = 1; /* the rate alone never stretches the rounds: one group at least, as ever */
 		double frac = (double)cost_ns / (double)dt_ns;
 		if (frac > PF_MAX_OVERHEAD && t > load * PF_MAX_OVERHEAD / frac)
-			t = load * PF_MAX_OVERHEAD / frac;
+			t = load * PF_MAX_OVERHEAD / frac; /* the cap may */
 	}
 	return t < floor ? floor : t > limit ? limit : t;
 }
@@ -551,9 +553,12 @@ static void *pf_main(void *arg)
 		if (!gov_t0 || now - gov_t0 >= PF_GOVERN_NS ||
 		    (frac > 4 * PF_MAX_OVERHEAD && (n > 1 || period < PF_PERIOD_MAX_NS))) {
 			pf_probe();
-			/* load: member groups revoked per PF_PERIOD_NS over the last interval */
-			double load =
-				gov_t0 && now > gov_t0 ? (double)gov_groups * PF_PERIOD_NS / (double)(now - gov_t0) : 0;
+			/* load: the mean member groups of a round, times PF_PERIOD_NS over the period in force (not
+			 * over the rounds' measured spacing: rounds that overran their period, as where revoking is
+			 * slow, would read as less load and the governor would cut the members) */
+			double load = gov_t0 && gov_rounds ? (double)gov_groups / (double)gov_rounds *
+								     (double)PF_PERIOD_NS / (double)period
+							   : 0;
 			double want = pf_target(load, gov_t0 ? now - gov_t0 : 0, samples - gov_samples0,
 						cost - gov_cost0);
 			target = want >= 1 ? (unsigned)want : 1;

@@ -27,6 +27,19 @@
 #define NK__AN_GROUP_PAGES 16       /* pages per cluster of pagefault samples (the sampler's member groups) */
 #define NK__AN_ROUND_NS 10000000ull /* the other cluster of pagefault samples: the sampler's round (10 ms) */
 #define NK__AN_Z95 1.959963984540054 /* the normal quantile of a two-sided 95 % interval */
+
+/*
+ * The two clusters of a pagefault sample (docs/report.md, "What the numbers estimate"): its 16-page group,
+ * counted from the first page of its variable instance [@p lo, @p hi) (0 when unknown), and its 10 ms
+ * round by its time.  The one rule for the analysis (analysis_attr.c) and a job's pooled sums (job.c).
+ */
+static inline void nk__an_pf_clusters(uint64_t addr, uint64_t lo, uint64_t hi, uint64_t ps, uint64_t time_ns,
+				      uint64_t *cl, uint64_t *round)
+{
+	uint64_t page = addr / ps, first = hi > lo && lo / ps <= page ? lo / ps : 0;
+	*cl = first + (page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
+	*round = time_ns / NK__AN_ROUND_NS;
+}
 #define NK__AN_FINE_REMOTE 0.10     /* remote share at most this: fine */
 #define NK__AN_HOTSPOT_NODE 0.70    /* this share of a variable's pages on one node: hot spot */
 #define NK__AN_SHARED_PAGES 0.50    /* this share of its pages cross-node shared: uniform sharing */
@@ -169,8 +182,6 @@ struct nk__an_sample {
 	uint8_t first_touch; /* 1: the access that first touched the page */
 	uint8_t init;        /* 1: a site of small blocks' initialisation (nk__an_site_space): an access by the
 			      * block's allocating thread before its next allocation at the site */
-	uint32_t latency;    /* the sample's latency as recorded (pagefault: us since its page was revoked, which
-			      * gives the round of the interval's clusters; the job report recomputes them) */
 };
 
 /** One run of a combined profile (nk__analysis.run_info). */

@@ -512,10 +512,8 @@ int nk__an_attribute_all(struct ctx *c)
 			 * page stands for the range's (the same for heap blocks and named ranges).  hw and trace
 			 * samples are drawn from the access stream one by one: each is its own cluster. */
 			if (sm->sampler == NK__SAMPLER_PAGEFAULT) {
-				uint64_t first = pc.hit_hi > pc.hit_lo && pc.hit_lo / ps <= r->page ? pc.hit_lo / ps : 0;
-				r->cl = first + (r->page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
+				nk__an_pf_clusters(sm->addr, pc.hit_lo, pc.hit_hi, ps, sm->time_ns, &r->cl, &r->round);
 				r->grouped = 1;
-				r->round = sm->time_ns / NK__AN_ROUND_NS;
 			} else {
 				r->cl = c->n_recs - 1;
 				r->grouped = 0;
@@ -564,7 +562,6 @@ int nk__an_attribute_all(struct ctx *c)
 				as->access = sm->access;
 				as->first_touch = ip->ft;
 				as->init = 0;
-				as->latency = sm->latency;
 			}
 			struct nk__an_var *av = &c->a->vars[v];
 			if (av->kind == NK__VAR_HEAP) { /* users of a heap variable, by accesses */

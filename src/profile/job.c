@@ -777,8 +777,8 @@ static void cluster_sums(const struct crec *cr, size_t n, int by, int per_var, s
  * The sums of the rank's samples with both nodes known: in total (@p total) and per variable (@p vars,
  * a->n_vars of them).  Clusters as the analysis makes them: pagefault samples in 16-page groups counted
  * from the first page of their variable instance and in 10 ms rounds, every other sample its own
- * cluster (the sampler of a rank's run is its RUN sampler); a pagefault sample's round is the one that
- * revoked its page (its time less its latency).  Returns 0 or NK_ENOMEM.
+ * cluster (the sampler of a rank's run is its RUN sampler): nk__an_pf_clusters, the analysis's rule.
+ * Returns 0 or NK_ENOMEM.
  */
 static int rank_sums(const struct nk__analysis *a, struct nk__job_stats *total, struct nk__job_stats *vars)
 {
@@ -802,11 +802,7 @@ static int rank_sums(const struct nk__analysis *a, struct nk__job_stats *total, 
 		c->remote = s->cpu_node != s->page_node;
 		c->grouped = (uint8_t)grouped;
 		if (grouped) {
-			uint64_t page = s->addr / ps, first = s->hi > s->lo && s->lo / ps <= page ? s->lo / ps : 0;
-			c->cl = first + (page - first) / NK__AN_GROUP_PAGES * NK__AN_GROUP_PAGES;
-			/* the round that revoked the page: the sample's time less its wait since (analysis_attr.c) */
-			uint64_t lat = (uint64_t)s->latency * 1000u;
-			c->round = (s->time_ns > lat ? s->time_ns - lat : 0) / NK__AN_ROUND_NS;
+			nk__an_pf_clusters(s->addr, s->lo, s->hi, ps, s->time_ns, &c->cl, &c->round);
 		} else {
 			c->cl = c->round = n;
 		}
