@@ -462,8 +462,15 @@ void nkp_alloc_untrack_numakit(uintptr_t addr, size_t len)
 
 /* ---------------------------------------------------------------- statics */
 
+/* The loaded objects whose static segments are tracked, by base, with those segments' block addresses, so
+ * that the segments of an object dlclose unloads are untracked (nkp_alloc_unloaded).  Under nkp_blk_lock. */
 #define MAX_OBJS 1024
-static uintptr_t seen_objs[MAX_OBJS];
+#define OBJ_SEGS 4
+static struct {
+	uintptr_t base;
+	uintptr_t seg[OBJ_SEGS];
+	unsigned n;
+} seen_objs[MAX_OBJS];
 static size_t n_seen;
 
 /* 1 when the file name of @p path begins with one of @p prefixes[0..n). */
@@ -477,12 +484,25 @@ static int name_starts(const char *path, const char *const *prefixes, size_t n)
 	return 0;
 }
 
+/*
+ * Libraries that hook libc's memory calls by patching libc's code (UCX's UCM "bistro" hooks, used by MPICH
+ * and by Open MPI's UCX components; Open MPI's memory patcher and the registration caches it calls back),
+ * and the UCX libraries their hooks call into.  Their code then runs inside every madvise/munmap/mmap,
+ * also glibc's own: a thread's exit blocks every signal and then calls madvise on its stack (glibc 2.34+,
+ * advise_stack_range), where a revoked page of theirs cannot fault into the sampler's handler and kills
+ * the process (MPICH 4.0 over UCX: a rank died in ucm_override_madvise on its GOT, 1 run in 5-10 of
+ * tests/guest/mpi_halo under the pagefault sampler).  Their data is the MPI stack's, not the program's.
+ */
+static const char *const hook_libs[] = { "libucm", "libucs", "libuct", "libucp", "libopen-pal", "mca_patcher_",
+					 "mca_memory_", "mca_rcache_" };
+
 static int excluded(const char *path)
 {
 	static const char *const skip[] = { "ld-linux", "ld.so", "ld64.so", "libc.so", "libc-", "libpthread",
 					     "libdl.", "libdl-", "libnumakit", "libhwloc", "libjansson", "libdw",
 					     "libelf", "libgcc_s", "linux-vdso", "linux-gate" };
-	return name_starts(path, skip, sizeof skip / sizeof skip[0]);
+	return name_starts(path, skip, sizeof skip / sizeof skip[0]) ||
+	       name_starts(path, hook_libs, sizeof hook_libs / sizeof hook_libs[0]);
 }
 
 /* libc among them: its own blocks are stdio buffers it reads into inside the library (read(2) into a revoked
@@ -493,7 +513,8 @@ static int skip_alloc(const char *path)
 					     "libdl.", "libdl-",
 					     "libgomp", "libomp", "libiomp", "libnumakit", "libhwloc", "libjansson",
 					     "libdw", "libelf", "libgcc_s", "libz.", "libzstd", "liblzma", "libbz2" };
-	return name_starts(path, skip, sizeof skip / sizeof skip[0]);
+	return name_starts(path, skip, sizeof skip / sizeof skip[0]) ||
+	       name_starts(path, hook_libs, sizeof hook_libs / sizeof hook_libs[0]);
 }
 
 static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -532,12 +553,20 @@ static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (*name && excluded(name))
 		return 0;
-	uintptr_t key = base; /* unique among loaded objects (a dlclose + dlopen at the same base is not seen again) */
+	/* The base is unique among loaded objects; an unloaded object leaves the list (nkp_alloc_unloaded). */
+	pthread_mutex_lock(&nkp_blk_lock);
+	size_t me = n_seen;
 	for (size_t i = 0; i < n_seen; i++)
-		if (seen_objs[i] == key)
-			return 0;
-	if (n_seen < MAX_OBJS)
-		seen_objs[n_seen++] = key;
+		if (seen_objs[i].base == base)
+			me = SIZE_MAX;
+	if (me == n_seen && n_seen < MAX_OBJS) {
+		seen_objs[me].base = base;
+		seen_objs[me].n = 0;
+		n_seen++;
+	}
+	pthread_mutex_unlock(&nkp_blk_lock);
+	if (me == SIZE_MAX)
+		return 0;
 	uintptr_t rlo = 0, rhi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
@@ -554,10 +583,71 @@ static int statics_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			lo = rhi < hi ? rhi : hi;
 		else if (rlo < rhi && rlo > lo && rlo < hi)
 			hi = rlo;
-		if (lo < hi)
-			track(lo, hi - lo, NK__ALLOC_STATIC, NULL, 0);
+		if (lo >= hi)
+			continue;
+		track(lo, hi - lo, NK__ALLOC_STATIC, NULL, 0);
+		pthread_mutex_lock(&nkp_blk_lock);
+		if (me < n_seen && seen_objs[me].base == base && seen_objs[me].n < OBJ_SEGS)
+			seen_objs[me].seg[seen_objs[me].n++] = lo;
+		pthread_mutex_unlock(&nkp_blk_lock);
 	}
 	return 0;
+}
+
+struct live_objs {
+	size_t n;
+	uintptr_t base[MAX_OBJS];
+};
+
+static int live_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct live_objs *l = arg;
+	if (l->n < MAX_OBJS)
+		l->base[l->n++] = info->dlpi_addr;
+	return 0;
+}
+
+/*
+ * After dlclose: the static segments of the objects no longer loaded are untracked.  Before, they stayed
+ * tracked after the loader unmapped them, the sampler went on revoking pages there, and whatever was mapped
+ * there next was revoked and given back read-write: Open MPI opens every component and closes those it does
+ * not select, the next component's code landed where a closed one's data had been, and a rank died of
+ * SIGSEGV executing it (mca_coll_tuned.so, invalid permissions at the function's first instruction).  The
+ * caller holds the pagefault sampler around the dlclose (process.c), so no page of ours was revoked there
+ * when the loader unmapped it.
+ */
+void nkp_alloc_unloaded(void)
+{
+	if (!nkp.active)
+		return;
+	nkp_enter();
+	struct live_objs *l = nkp_real_mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (l == MAP_FAILED) {
+		nkp_leave();
+		return;
+	}
+	l->n = 0;
+	dl_iterate_phdr(live_cb, l);
+	pthread_mutex_lock(&nkp_blk_lock);
+	for (size_t i = 0; i < n_seen;) {
+		int live = l->n == MAX_OBJS; /* a list cut short: keep everything */
+		for (size_t j = 0; j < l->n && !live; j++)
+			live = l->base[j] == seen_objs[i].base;
+		if (live) {
+			i++;
+			continue;
+		}
+		for (unsigned k = 0; k < seen_objs[i].n; k++) {
+			struct blk *b = blk_find(seen_objs[i].seg[k]);
+			if (b && b->kind == NK__ALLOC_STATIC)
+				untrack_locked(b);
+		}
+		seen_objs[i] = seen_objs[--n_seen];
+	}
+	pthread_mutex_unlock(&nkp_blk_lock);
+	nkp_real_munmap(l, sizeof *l);
+	nkp_leave();
 }
 
 void nkp_alloc_rescan(void)

@@ -1,7 +1,8 @@
 /*
  * What the program does to its own process: threads it starts (a THREAD record each), fork (a new part in
  * the child), exec and posix_spawn (our environment kept, END how=exec before the image goes), exit and the
- * return from main (the status END reports), dlopen (statics and MAPS again).  It decides when a part ends
+ * return from main (the status END reports), dlopen (statics and MAPS again), dlclose (the statics of
+ * objects it unloaded untracked, the pagefault sampler held meanwhile).  It decides when a part ends
  * or begins but writes no record itself (part.c does) and touches no sample (ring.c).
  */
 #include <dlfcn.h>
@@ -23,6 +24,7 @@
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef void (*exit_fn)(int);
 typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
 
 /* fork()s and vfork children's execs of this process: its END record says how many, so that `numakit
  * profile` waits for children's parts only when there can be any */
@@ -462,4 +464,24 @@ NKP_EXPORT void *dlopen(const char *file, int mode)
 		nkp_write_maps();
 	}
 	return h;
+}
+
+/*
+ * dlclose may unmap objects whose static segments we track: the pagefault sampler gives back every page it
+ * revoked and revokes none while the loader unmaps (a page of ours left revoked there would be a stale key
+ * over whatever is mapped there next), then the segments of the objects gone are untracked.
+ */
+NKP_EXPORT int dlclose(void *h)
+{
+	REAL(dlclose_fn, dlclose);
+	if (!real_dlclose)
+		return -1;
+	if (!nkp.active || nkp_tls_busy)
+		return real_dlclose(h);
+	int hold = nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_hold_all ? nkp_pf_hold_all(1) : -1;
+	int rc = real_dlclose(h);
+	nkp_alloc_unloaded();
+	if (hold >= 0)
+		nkp_pf_io_end(hold);
+	return rc;
 }

@@ -177,6 +177,7 @@ uint64_t nkp_tracked_generation(void);
 int nkp_tracked_span(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 /* Between the runtime core and alloc.c only. */
 void nkp_alloc_rescan(void);                               /* after dlopen: statics of new objects */
+void nkp_alloc_unloaded(void);                             /* after dlclose: untrack statics of objects gone */
 void nkp_alloc_track_numakit(uintptr_t addr, size_t len);  /* nkp_hook_alloc */
 void nkp_alloc_untrack_numakit(uintptr_t addr, size_t len); /* nkp_hook_free */
 void nkp_alloc_fork_prepare(void);
