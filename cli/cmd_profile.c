@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "strbuf.h"
 
 extern char **environ;
 
@@ -39,6 +40,9 @@ const char cli_profile_usage[] =
 	"./app), FILE names the job: a folder where each rank writes its own\n"
 	"profile, FILE/rank-R.nkp, with its rank, local rank, host and job id;\n"
 	"'numakit report FILE' reads them as one job.  Rank 0 says where it is.\n"
+	"With the pagefault sampler the ranks' MPI transports are told to copy\n"
+	"through shared memory instead of reading each other's memory (single-\n"
+	"copy off), unless the job set those variables itself.\n"
 	"\n"
 	"Options:\n"
 	"  --sampler S      auto (default): hw when the machine has precise memory\n"
@@ -135,6 +139,35 @@ static void on_progress(void *arg, const nk_profile_progress *p)
 
 /* ---- under a launcher: one profile per rank (docs/profile.md, "Profiling an MPI job") ---- */
 
+/*
+ * A job's transports, under the pagefault sampler (docs/profile.md, "Profiling an MPI job").  A single-copy
+ * transfer is another process, or the kernel or a NIC on its behalf, reading or writing this rank's pages
+ * directly: CMA (process_vm_readv), KNEM, XPMEM, RDMA.  It meets the pages the sampler revoked and fails
+ * with EFAULT, since no fault reaches this rank that could give a page back: Open MPI 4.1's vader printed
+ * "Read -1, expected 1048576, errno = 14" and retried, UCX aborted the rank (MPICH 4.0, cma_ep.c:
+ * process_vm_readv ... Bad address).  Copying through shared memory is done by the ranks' own threads,
+ * where the sampler takes its faults.  So under a launcher the program gets these settings, each unless
+ * the job set the variable (any of its names) itself; with another sampler, nothing.  The MPI named is
+ * the one whose library reads the variable; which MPI the program uses is not known here.
+ */
+static const struct mpi_setting {
+	const char *names[2]; /* the variable, and another name of the same setting */
+	const char *value;
+} mpi_settings[] = {
+	/* Open MPI's shared-memory BTL: vader (1.8-4.1), renamed sm in 5.0 (vader_* still aliases) */
+	{ { "OMPI_MCA_btl_vader_single_copy_mechanism", "OMPI_MCA_btl_sm_single_copy_mechanism" }, "none" },
+	/* UCX (MPICH ch4:ucx, Open MPI's pml ucx): no rendezvous protocol (the receiver's CMA/KNEM/XPMEM or
+	 * RDMA read of the sender's buffer) and no zero-copy send (the NIC reads the buffer) */
+	{ { "UCX_RNDV_THRESH", NULL }, "inf" },
+	{ { "UCX_ZCOPY_THRESH", NULL }, "inf" },
+	/* MPICH ch4's shared-memory IPC: CMA (4.1 and later), XPMEM */
+	{ { "MPIR_CVAR_CH4_CMA_ENABLE", NULL }, "0" },
+	{ { "MPIR_CVAR_CH4_XPMEM_ENABLE", NULL }, "0" },
+	/* libfabric's shm provider (MPICH ch4:ofi, Intel MPI, Open MPI's mtl ofi) */
+	{ { "FI_SHM_DISABLE_CMA", NULL }, "1" },
+};
+#define N_MPI_SETTINGS (sizeof mpi_settings / sizeof mpi_settings[0])
+
 struct job {
 	int on;                  /* a launcher was found (and not --no-job) */
 	nk_job_info info;
@@ -143,7 +176,66 @@ struct job {
 	char host[256];
 	char *path;              /* this rank's profile: OUTPUT/rank-R.nkp */
 	char tag[48];            /* "rank R: " for this rank's messages */
+	/* the transport settings (pagefault sampler only): NAME=VALUE, NULL-terminated */
+	char *pf_env[2 * N_MPI_SETTINGS + 1];
+	char *kept;              /* "NAME=VALUE, ..." the job set otherwise than we would; NULL none */
 };
+
+/* The transport settings the program gets under the pagefault sampler, and those the job set otherwise. */
+static int mpi_env(struct job *j)
+{
+	size_t n = 0;
+	struct sbuf kept = { 0 };
+	for (size_t i = 0; i < N_MPI_SETTINGS; i++) {
+		const struct mpi_setting *m = &mpi_settings[i];
+		const char *set = NULL, *name = NULL;
+		for (int k = 0; k < 2 && m->names[k] && !set; k++)
+			if ((set = getenv(m->names[k])))
+				name = m->names[k];
+		if (set) {
+			if (strcmp(set, m->value))
+				sb_printf(&kept, "%s%s=%s", kept.len ? ", " : "", name, set);
+			continue;
+		}
+		for (int k = 0; k < 2 && m->names[k]; k++)
+			if (asprintf(&j->pf_env[n++], "%s=%s", m->names[k], m->value) < 0) {
+				j->pf_env[--n] = NULL;
+				free(sb_take(&kept));
+				return -1;
+			}
+	}
+	char *k = sb_take(&kept);
+	if (k && !*k) {
+		free(k);
+		k = NULL;
+	}
+	j->kept = k;
+	return 0;
+}
+
+/* Rank 0's word on the transports, when the pagefault sampler ran. */
+static void mpi_env_said(const struct job *j)
+{
+	if (j->pf_env[0]) {
+		fprintf(stderr, "profile: pagefault sampler: single-copy MPI transfers off in every rank, messages "
+				"copied through shared memory (");
+		for (size_t i = 0; j->pf_env[i]; i++)
+			fprintf(stderr, "%s%s", i ? ", " : "", j->pf_env[i]);
+		fputs(")\n", stderr);
+	}
+	if (j->kept)
+		cli_error("profile", "warning: kept as the job set them: %s; a single-copy transfer reading a rank's "
+				     "memory fails on the pages the pagefault sampler revokes (see numakit-profile(1))",
+			  j->kept);
+}
+
+static void job_free(struct job *j)
+{
+	free(j->path);
+	for (size_t i = 0; j->pf_env[i]; i++)
+		free(j->pf_env[i]);
+	free(j->kept);
+}
 
 static int digits(long v)
 {
@@ -251,6 +343,10 @@ static int job_setup(struct job *j, const char *output, int quiet)
 		j->pj.local_rank = -1;
 	j->pj.host = j->host;
 	j->pj.id = j->id;
+	if (mpi_env(j)) {
+		cli_error("profile", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
 	return 0;
 }
 
@@ -292,7 +388,7 @@ static int run_status(const nk_profile_run_result *res)
  * the per-run files are removed once it is written, kept (and named) when it could not be.
  */
 static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int quiet, struct progress_state *ps,
-			const char *tag)
+			const char *tag, int *sampler)
 {
 	const char *output = o->output;
 	char **paths = calloc((size_t)runs, sizeof(*paths));
@@ -327,6 +423,7 @@ static int profile_runs(nk_profile_opts *o, char *const argv[], int runs, int qu
 			goto out;
 		}
 		done = k + 1;
+		*sampler = res.sampler;
 		if (res.warnings[0])
 			cli_error("profile", "%swarning: run %d of %d: %s", tag, k + 1, runs, res.warnings);
 		samples += res.samples;
@@ -472,12 +569,13 @@ int cli_cmd_profile(int argc, char **argv)
 	 * say only what goes wrong (a job of thousands of ranks prints one summary, not thousands). */
 	output = o.output;
 	if (!no_job && (rc = job_setup(&job, output, quiet))) {
-		free(job.path);
+		job_free(&job);
 		return rc;
 	}
 	if (job.on) {
 		o.output = job.path;
 		o.job = &job.pj;
+		o.pagefault_env = (const char *const *)job.pf_env;
 	}
 	int speak = !quiet && (!job.on || job.info.rank == 0);
 	ps.show = speak && isatty(STDERR_FILENO);
@@ -485,10 +583,13 @@ int cli_cmd_profile(int argc, char **argv)
 	o.progress_arg = &ps;
 	install_forwarding();
 	if (runs > 1) {
-		rc = profile_runs(&o, argv + optind, runs, !speak, &ps, job.tag);
+		int sampler = NK_SAMPLER_AUTO;
+		rc = profile_runs(&o, argv + optind, runs, !speak, &ps, job.tag, &sampler);
+		if (job.on && speak && sampler == NK_SAMPLER_PAGEFAULT)
+			mpi_env_said(&job);
 		if (job.on && speak && rc != CLI_EXIT_USAGE)
 			job_said(&job, output);
-		free(job.path);
+		job_free(&job);
 		return rc;
 	}
 	rc = nk_profile_run(NULL, &o, argv + optind, &res, &err);
@@ -497,7 +598,7 @@ int cli_cmd_profile(int argc, char **argv)
 		fputs("\r\033[K", stderr);
 	if (rc) {
 		cli_error("profile", "%s%s", job.tag, err.message[0] ? err.message : nk_strerror(rc));
-		free(job.path);
+		job_free(&job);
 		return rc == NK_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 	}
 	if (res.warnings[0])
@@ -509,10 +610,12 @@ int cli_cmd_profile(int argc, char **argv)
 		if (!job.on)
 			fprintf(stderr, "; see: numakit report %s", o.output);
 		fputc('\n', stderr);
+		if (job.on && res.sampler == NK_SAMPLER_PAGEFAULT)
+			mpi_env_said(&job);
 		if (job.on)
 			job_said(&job, output);
 	}
-	free(job.path);
+	job_free(&job);
 	if (res.term_signal > 0)
 		return 128 + res.term_signal;
 	if (res.exit_status < 0)

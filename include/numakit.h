@@ -1644,6 +1644,14 @@ typedef struct nk_profile_opts {
 	double max_overhead;     /**< pagefault: the sampler's own cost cap, % of wall time; 0 = 5; >= 100 = no cap (limit studies, emulators) */
 	int small_blocks;        /**< 1: also record heap blocks smaller than min_size, by allocation site (each such malloc then costs its call stack: 2-30x); 0: off */
 	const nk_profile_job *job; /**< the rank of a job this run is (recorded in the profile); NULL: not a job's rank */
+	/**
+	 * "NAME=VALUE" entries, NULL-terminated (NULL: none), added to the program's environment only when it
+	 * runs under the pagefault sampler (with NK_SAMPLER_AUTO, only when it falls back to it), each one
+	 * whose NAME the environment lacks.  For settings that must not apply under other samplers: `numakit
+	 * profile` under a launcher passes the MPI transport settings that keep peers from reading this rank's
+	 * memory (docs/profile.md, "Profiling an MPI job").
+	 */
+	const char *const *pagefault_env;
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {

@@ -242,9 +242,19 @@ static int env_push(char ***env, size_t *n, size_t *cap, char *s)
 	return 0;
 }
 
+/* 1 when @p env has the variable named by the first @p len bytes of @p name. */
+static int env_has(char *const *env, const char *name, size_t len)
+{
+	for (char *const *p = env; p && *p; p++)
+		if (!strncmp(*p, name, len) && (*p)[len] == '=')
+			return 1;
+	return 0;
+}
+
 /*
  * @p base without LD_PRELOAD and NK_PROF_*, plus LD_PRELOAD (the runtime
- * first, then what was preloaded) and the runtime's variables.
+ * first, then what was preloaded), the runtime's variables and, for the
+ * pagefault sampler, o->pagefault_env where @p base lacks them.
  */
 static char **build_env(char *const *base, const char *runtime, const char *dir, const char *sampler,
 			const nk_profile_opts *o, unsigned long long seed)
@@ -281,6 +291,13 @@ static char **build_env(char *const *base, const char *runtime, const char *dir,
 	ok = ok && !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_SEED=%llu", seed));
 	if (ok && o->max_overhead > 0)
 		ok = !env_push(&env, &n, &cap, nk__aprintf("NK_PROF_MAX_OVERHEAD=%.17g", o->max_overhead));
+	/* Settings for the pagefault sampler only, where the program's environment does not have them. */
+	for (const char *const *e = o->pagefault_env; ok && e && *e && !strcmp(sampler, "pagefault"); e++) {
+		const char *eq = strchr(*e, '='); /* NAME=VALUE: checked by check_opts */
+		if (env_has(base, *e, (size_t)(eq - *e)))
+			continue;
+		ok = !env_push(&env, &n, &cap, strdup(*e));
+	}
 	/* The cpus the program was given: the runtime's flusher runs on all of them, not on the one an
 	 * OpenMP runtime bound the main thread to before it was started. */
 	nk__ilist cpus = { 0 };
@@ -716,6 +733,11 @@ static int check_opts(const nk_profile_opts *o, char *const argv[], nk_error *er
 		return nk__error(err, NK_EINVAL, "small_blocks must be 0 or 1");
 	if (o->roi != 0 && o->roi != 1)
 		return nk__error(err, NK_EINVAL, "roi must be 0 or 1");
+	for (size_t i = 0; o->pagefault_env && o->pagefault_env[i]; i++) {
+		const char *e = o->pagefault_env[i], *eq = strchr(e, '=');
+		if (!eq || eq == e)
+			return nk__error(err, NK_EINVAL, "pagefault_env entry %zu '%s': expected NAME=VALUE", i, e);
+	}
 	return o->job ? check_job(o->job, err) : 0;
 }
 

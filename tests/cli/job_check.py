@@ -15,6 +15,8 @@ variables of its rank, for Open MPI (with a job id), Slurm (job and step) and Hy
 - refused with exit 2 and a message naming the file: ranks of two jobs, a rank twice, another program,
   a rank file among other profiles; -o an existing file under a launcher;
 - `numakit advise JOB` pools the ranks as runs (one plan, "runs": 4);
+- under the pagefault sampler every rank's program gets the MPI transport settings (single-copy off), rank 0
+  says so once, a variable the job set is kept (and said once); not a job: nothing added;
 - outside a launcher, and with --no-job, the profile is one file whose RUN has no job.
 """
 import json
@@ -150,6 +152,67 @@ def job(nk, prog, tmp, name, env_of, launcher, job_id):
     return out
 
 
+# The transport settings `numakit profile` gives each rank under the pagefault sampler (cmd_profile.c).
+TRANSPORT = {"OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_btl_sm_single_copy_mechanism": "none",
+             "UCX_RNDV_THRESH": "inf", "UCX_ZCOPY_THRESH": "inf", "MPIR_CVAR_CH4_CMA_ENABLE": "0",
+             "MPIR_CVAR_CH4_XPMEM_ENABLE": "0", "FI_SHM_DISABLE_CMA": "1"}
+
+
+def transports(nk, tmp):
+    """Under a launcher with the pagefault sampler every rank's program gets the MPI transport settings that
+    keep peers from reading its memory, rank 0 says so once, a variable the job set is kept (and said, once,
+    when it differs); with --no-job, or outside a launcher, nothing is added."""
+    envs = os.path.join(tmp, "envs")
+    os.makedirs(envs)
+    prog = os.path.join(tmp, "envprog.sh")
+    with open(prog, "w") as f:
+        f.write("#!/bin/sh\nenv > %s/env-${OMPI_COMM_WORLD_RANK:-none}-$$.txt\n" % envs)
+    os.chmod(prog, 0o755)
+
+    def got(pattern):
+        out = {}
+        for name in sorted(os.listdir(envs)):
+            if name.startswith(pattern):
+                with open(os.path.join(envs, name)) as f:
+                    out[name] = dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+                os.remove(os.path.join(envs, name))
+        return out
+
+    res = start_job(nk, ompi, os.path.join(tmp, "tr.nkp"), prog, extra=("--sampler", "pagefault"))
+    check(all(rc == 0 for rc, _ in res), "transports: %s" % res)
+    ranks = got("env-")
+    check(len(ranks) == RANKS, "transports: %d rank environments, expected %d" % (len(ranks), RANKS))
+    for name, e in ranks.items():
+        have = {k: e.get(k) for k in TRANSPORT}
+        check(have == TRANSPORT, "transports: %s has %s, expected %s" % (name, have, TRANSPORT))
+    said = [r for r, (_, err) in enumerate(res) if "single-copy" in err]
+    check(said == [0] and res[0][1].count("single-copy") == 1,
+          "transports said by ranks %s, expected rank 0 once: %s" % (said, [e for _, e in res]))
+
+    # the job's own setting is kept; rank 0 says which, once; an alias of a set variable is not added
+    mine = lambda r: dict(ompi(r), UCX_RNDV_THRESH="8192", OMPI_MCA_btl_sm_single_copy_mechanism="cma",
+                          FI_SHM_DISABLE_CMA="1")
+    res = start_job(nk, mine, os.path.join(tmp, "tr2.nkp"), prog, extra=("--sampler", "pagefault"))
+    check(all(rc == 0 for rc, _ in res), "transports kept: %s" % res)
+    for name, e in got("env-").items():
+        check(e.get("UCX_RNDV_THRESH") == "8192" and e.get("OMPI_MCA_btl_sm_single_copy_mechanism") == "cma" and
+              "OMPI_MCA_btl_vader_single_copy_mechanism" not in e and e.get("UCX_ZCOPY_THRESH") == "inf",
+              "transports kept: %s: %s" % (name, {k: e.get(k) for k in TRANSPORT}))
+    warned = [r for r, (_, err) in enumerate(res) if "kept as the job set them" in err]
+    check(warned == [0] and "OMPI_MCA_btl_sm_single_copy_mechanism=cma, UCX_RNDV_THRESH=8192;" in res[0][1]
+          and "FI_SHM_DISABLE_CMA=1;" not in res[0][1],
+          "transports kept: warned by ranks %s: %s" % (warned, res[0][1]))
+
+    # not a job: nothing added
+    for args, env in ((["--no-job"], ompi(1)), ([], {})):
+        out = os.path.join(tmp, "tr-none%d.nkp" % len(args))
+        p = run(nk, ["profile", "-q", "--sampler", "pagefault", *args, "-o", out, "--", prog], env=env)
+        check(p.returncode == 0, "transports, not a job %s: exit %d %s" % (args, p.returncode, p.stderr))
+        for name, e in got("env-").items():
+            check(not any(k in e for k in TRANSPORT), "transports, not a job %s: %s has %s"
+                  % (args, name, {k: e[k] for k in TRANSPORT if k in e}))
+
+
 def main():
     nk, prog, tmp = sys.argv[1:4]
     nk = os.path.abspath(nk)
@@ -203,6 +266,8 @@ def main():
     p = run(nk, ["profile", "-q", "--no-job", "-o", nojob, "--", prog], env=ompi(2))
     check(p.returncode == 0 and os.path.isfile(nojob) and "job" not in run_json(nojob),
           "--no-job: exit %d %s" % (p.returncode, p.stderr))
+
+    transports(nk, tmp)
 
     if errors:
         print("%d failure(s)" % len(errors))
