@@ -5,6 +5,7 @@
  */
 #include "machine/hwloc_import.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,9 +510,14 @@ int nk_machine_load_xml(const char *path, nk_machine **out, nk_error *err)
 		rc = nk__error(err, NK_ENOSYS, "%s: this hwloc cannot keep caches", path);
 		goto out_destroy;
 	}
-	/* the size hwloc wants counts the terminating NUL */
+	/* the size hwloc wants counts the terminating NUL.  With hwloc's libxml2 backend (libhwloc-plugins,
+	 * which Debian's Open MPI and PMIx pull in) the buffer is parsed here already, and a corrupt one fails
+	 * with EINVAL; ENOSYS is an hwloc without XML. */
 	if (hwloc_topology_set_xmlbuffer(topo, text, (int)strlen(text) + 1)) {
-		rc = nk__error(err, NK_ENOSYS, "%s: this hwloc has no XML support", path);
+		if (errno == ENOSYS)
+			rc = nk__error(err, NK_ENOSYS, "%s: this hwloc has no XML support", path);
+		else
+			rc = nk__error(err, NK_EPARSE, "%s: not a valid hwloc XML topology", path);
 		goto out_destroy;
 	}
 	/* hwloc's XML parsers are silent unless HWLOC_XML_VERBOSE is set by
