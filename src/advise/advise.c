@@ -755,6 +755,7 @@ static const char *kind_word(int kind)
 	switch (kind) {
 	case NK__VAR_STACK: return "a thread stack";
 	case NK__VAR_FILE: return "a file mapping";
+	case NK__VAR_MPI: return "MPI's own shared memory";
 	default: return "anonymous memory";
 	}
 }

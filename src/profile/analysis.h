@@ -56,6 +56,7 @@ enum nk__var_kind {
 	NK__VAR_STACK = 3,  /* a thread's stack */
 	NK__VAR_FILE = 4,   /* a file mapping */
 	NK__VAR_ANON = 5,   /* anything else: "[anonymous]" */
+	NK__VAR_MPI = 6,    /* a file mapping that is MPI's own shared memory (mpimem.h), one per kind of segment */
 };
 
 enum nk__diag {

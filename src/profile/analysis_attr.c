@@ -4,6 +4,7 @@
  * initialise a variable.  Produces the per-sample records; counting and judging them is elsewhere.
  */
 #include "profile/analysis_impl.h"
+#include "profile/mpimem.h"
 
 /* ---------------------------------------------------------------- context */
 
@@ -400,8 +401,9 @@ static int attribute(struct ctx *c, size_t proc, struct proc_ctx *pc, uint64_t a
 	uint64_t lo = 0, hi = 0;
 	int kind = s ? c->ops->mapping(s, addr, &mname, &lo, &hi) : NK__MAP_NONE;
 	if (kind == NK__MAP_FILE && mname) {
-		snprintf(key, sizeof(key), "file:%s", mname);
-		int v = var_get(c, NK__VAR_FILE, key, xstrdup(mname), hi - lo);
+		const struct nk__mpi_mem *mpi = nk__mpi_mapping(mname); /* MPI's own: by kind of segment */
+		snprintf(key, sizeof(key), "%s:%s", mpi ? "mpi" : "file", mpi ? mpi->id : mname);
+		int v = var_get(c, mpi ? NK__VAR_MPI : NK__VAR_FILE, key, xstrdup(mpi ? mpi->name : mname), hi - lo);
 		pc->last_lo = lo;
 		pc->last_hi = hi;
 		pc->last_var = v;

@@ -9,8 +9,8 @@
 
 const char *nk__an_kind_name(int kind)
 {
-	static const char *const n[] = { "named", "heap", "static", "stack", "file", "anonymous" };
-	return kind >= 0 && kind < 6 ? n[kind] : "?";
+	static const char *const n[] = { "named", "heap", "static", "stack", "file", "anonymous", "mpi" };
+	return kind >= 0 && kind < 7 ? n[kind] : "?";
 }
 
 const char *nk__an_diag_name(int diag)

@@ -1011,6 +1011,14 @@ static int fake_mapping(nk__symtab *s, uint64_t addr, const char **name, uint64_
 		*hi = 0x7e0000100000ull;
 		return NK__MAP_FILE;
 	}
+	/* two ranks' Open MPI vader segments: MPI's own memory, one variable (issue 14) */
+	if (addr >= 0x7d0000000000ull && addr < 0x7d0000800000ull) {
+		*name = addr < 0x7d0000400000ull ? "/dev/shm/vader_segment.vm.0.602a0001.0"
+						  : "/dev/shm/vader_segment.vm.0.602a0001.1";
+		*lo = addr < 0x7d0000400000ull ? 0x7d0000000000ull : 0x7d0000400000ull;
+		*hi = *lo + 0x400000;
+		return NK__MAP_FILE;
+	}
 	return NK__MAP_NONE;
 }
 
@@ -1036,11 +1044,12 @@ static void test_symbolised(void **state)
 	struct nk__nkp_site_data site_a = { 1, 2, ips_a }, site_b = { 1, 2, ips_b };
 	struct nk__nkp_alloc al_a = { BASE, 1 << 20, 0, 1000, 1, NK__ALLOC_MALLOC, 1 };
 	struct nk__nkp_alloc al_b = { BASE + (8 << 20), 2 << 20, 0, 1000, 1, NK__ALLOC_MALLOC, 1 };
-	struct nk__nkp_sample sa[4], sb[2];
-	for (int i = 0; i < 4; i++)
-		sa[i] = (struct nk__nkp_sample){ .time_ns = 10, .addr = i == 0 ? BASE : i == 1 ? 0x600010 : i == 2 ? 0x7e0000000040ull
-													: 0x7f0000000000ull,
-						 .ip = 0x400234, .tid = 1000, .weight = 1, .cpu_node = 0, .page_node = 1 };
+	struct nk__nkp_sample sa[6], sb[2];
+	static const uint64_t sa_addr[6] = { BASE, 0x600010, 0x7e0000000040ull, 0x7f0000000000ull, 0x7d0000000100ull,
+					     0x7d0000400100ull };
+	for (int i = 0; i < 6; i++)
+		sa[i] = (struct nk__nkp_sample){ .time_ns = 10, .addr = sa_addr[i], .ip = 0x400234, .tid = 1000, .weight = 1,
+						 .cpu_node = 0, .page_node = 1 };
 	for (int i = 0; i < 2; i++)
 		sb[i] = (struct nk__nkp_sample){ .time_ns = 10, .addr = BASE + (8 << 20) + 64, .ip = 0x800234, .tid = 1000,
 						 .weight = 1, .cpu_node = 1, .page_node = 1 };
@@ -1049,7 +1058,7 @@ static void test_symbolised(void **state)
 	pd[0].allocs = &al_a;
 	pd[0].n_allocs = 1;
 	pd[0].samples = sa;
-	pd[0].n_samples = 4;
+	pd[0].n_samples = 6;
 	pd[1].sites = &site_b;
 	pd[1].n_sites = 1;
 	pd[1].allocs = &al_b;
@@ -1076,6 +1085,12 @@ static void test_symbolised(void **state)
 	assert_string_equal(t->type, "double[1024]");
 	assert_true(t->size == 8192);
 	assert_int_equal(find_var(a, "/data/input.bin")->kind, NK__VAR_FILE);
+	const struct nk__an_var *mv = find_var(a, "MPI shared memory (Open MPI vader segment)");
+	assert_int_equal(mv->kind, NK__VAR_MPI);
+	assert_string_equal(mv->key, "mpi:openmpi-vader");
+	assert_int_equal(mv->samples, 2);
+	assert_true(mv->size == 0x400000);
+	assert_string_equal(nk__an_kind_name(mv->kind), "mpi");
 	assert_int_equal(find_var(a, "[anonymous]")->samples, 1);
 	assert_int_equal(a->n_threads, 2);
 	assert_string_equal(a->threads[1].label, "pid 101 thread 0");
