@@ -20,6 +20,7 @@ PACKAGES=(
   libzydis-dev                                                      # profiler: the timer sampler decodes x86-64 instructions (optional)
   libjemalloc-dev                                                   # plan runtime: arenas for sites of small blocks (optional)
   chromium                                                          # profiler: renders the HTML report headless in tests
+  openmpi-bin libopenmpi-dev mpich                                  # MPI jobs: real launchers for the guest tests mpi_run, mpi_profile (optional: they skip without; numakit links no MPI)
 )
 
 say() { echo "setup: $*"; }
