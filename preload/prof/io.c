@@ -26,8 +26,10 @@
  * Not wrapped, on purpose: fgets, getline, getc & co. copy out of the FILE
  * buffer in user space (ordinary faults work) - only fread/fwrite of large
  * requests go straight between the caller's buffer and the kernel;
- * process_vm_readv/writev (the kernel accesses the *other* process's memory
- * on our side only for the iovec arrays, which are small and not tracked);
+ * process_vm_readv/writev (the calls of a single-copy MPI transport: what fails
+ * there is the peer's call on our revoked pages, which nothing on our side can
+ * give back; under a launcher `numakit profile` turns those transfers off,
+ * docs/profile.md "Profiling an MPI job");
  * ioctl, getdents, stat and the like (small, rarely tracked buffers);
  * io_uring and aio (the kernel copies after the call returned: see the
  * limitations in pagefault.c).
