@@ -2,11 +2,12 @@
  * Known truth for `numakit profile` inside an MPI job (tests/vm/tests/mpi_profile): an MPI + OpenMP
  * halo exchange.  Every rank allocates one large array (`field`, named so for the report), initialises
  * it serially from its master thread (the pages land on the master's node), moves a known share of its
- * pages to the node farthest from it (rank r: r mod 4 quarters of its pages, the array's tail), then
- * sweeps it with its OpenMP threads, exchanging halos with its ring neighbours (MPI_Sendrecv straight
- * out of and into the array, messages large enough for a transport's single-copy path) before each
- * sweep.  The halos are checked value by value: a transport that failed or delivered wrong data fails
- * the rank (exit 3).
+ * pages to the node farthest from it (rank r: r mod 4 of every 4 pages, a weighted interleave, so that
+ * every part of the array has that share: the halos, which the transports copy and the rank checks, are
+ * visited more than the rest, and a sampler estimates a share of visits), then sweeps it with its OpenMP
+ * threads, exchanging halos with its ring neighbours (MPI_Sendrecv straight out of and into the array,
+ * messages large enough for a transport's single-copy path) before each sweep.  The halos are checked
+ * value by value: a transport that failed or delivered wrong data fails the rank (exit 3).
  *
  * The truth each rank writes (one JSON object, to DIR/truth-R.json, or stdout without DIR): its cpus and
  * their nodes, the array's address and size, and the node of every page of the array after the sweeps,
@@ -101,29 +102,27 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) /* the master alone: every page on its node */
 		field[i] = i < halo || i >= n - halo ? -1.0 : value(rank, i); /* TRUTH:init */
 
-	/* Rank r moves r mod 4 quarters of its pages (the tail, whole pages) to the farthest node. */
+	/* Rank r moves r mod 4 of every 4 whole pages of the array to the farthest node. */
 	long ps = sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)field, hi = lo + n * sizeof *field;
 	uintptr_t plo = lo & ~(uintptr_t)(ps - 1), phi = (hi + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1);
+	uintptr_t a = (lo + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1), e = hi & ~(uintptr_t)(ps - 1);
 	size_t npages = (phi - plo) / (size_t)ps, moved = 0;
-	int far = node >= 0 ? farthest(m, node) : -1;
-	if (far >= 0 && rank % 4) {
-		size_t first = (npages * (size_t)(4 - rank % 4) + 3) / 4; /* first page moved, the array's tail */
-		uintptr_t a = plo + first * (size_t)ps;
-		if (a < lo) /* the first page holds bytes before the array: keep it where it is */
-			a += (size_t)ps, first++;
-		char text[64];
+	int far = node >= 0 ? farthest(m, node) : -1, share = rank % 4;
+	if (far >= 0 && share && a < e) {
+		char text[96];
 		nk_policy *pol = NULL;
 		nk_plan *pl = NULL;
 		nk_apply_result res;
-		snprintf(text, sizeof text, "bind:nodes=%d", far);
-		nk_region r = { .addr = (void *)a, .len = phi - a };
-		if (first < npages && (nk_policy_parse(text, &pol, &err) || nk_plan_build(m, pol, &r, &pl, &err) ||
-				       nk_apply(m, pl, (void *)a, 0, &res, &err))) {
-			fprintf(stderr, "mpi_halo: rank %d: moving pages to node %d: %s\n", rank, far, err.message);
+		snprintf(text, sizeof text, "weighted:weights=%d=%d/%d=%d", node, 4 - share, far, share);
+		nk_region r = { .addr = (void *)a, .len = e - a };
+		if (nk_policy_parse(text, &pol, &err) || nk_plan_build(m, pol, &r, &pl, &err) ||
+		    nk_apply(m, pl, (void *)a, 0, &res, &err)) {
+			fprintf(stderr, "mpi_halo: rank %d: %s on the array: %s\n", rank, text, err.message);
 			rc = 1;
+		} else {
+			moved = res.pages_moved;
 		}
-		moved = first < npages ? npages - first : 0;
 		nk_plan_free(pl);
 		nk_policy_free(pol);
 	}
