@@ -5,6 +5,7 @@
  */
 #include "machine/hwloc_import.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,8 +511,14 @@ int nk_machine_load_xml(const char *path, nk_machine **out, nk_error *err)
 		goto out_destroy;
 	}
 	/* the size hwloc wants counts the terminating NUL */
+	/* With libhwloc-plugins (pulled in by Open MPI, for one) hwloc parses with libxml2, and parses here:
+	 * a corrupt file fails now rather than at the load, and is a parse error, not a missing feature. */
+	errno = 0;
 	if (hwloc_topology_set_xmlbuffer(topo, text, (int)strlen(text) + 1)) {
-		rc = nk__error(err, NK_ENOSYS, "%s: this hwloc has no XML support", path);
+		if (errno == ENOSYS)
+			rc = nk__error(err, NK_ENOSYS, "%s: this hwloc has no XML support", path);
+		else
+			rc = nk__error(err, NK_EPARSE, "%s: not a valid hwloc XML topology", path);
 		goto out_destroy;
 	}
 	/* hwloc's XML parsers are silent unless HWLOC_XML_VERBOSE is set by
