@@ -26,6 +26,7 @@
 #define NK__AN_MIN_CLUSTERS 2       /* too few samples: fewer clusters than this (no variance between them) */
 #define NK__AN_GROUP_PAGES 16       /* pages per cluster of pagefault samples (the sampler's member groups) */
 #define NK__AN_ROUND_NS 10000000ull /* the other cluster of pagefault samples: the sampler's round (10 ms) */
+#define NK__AN_MIN_ROUNDS 20         /* fewer pagefault rounds in a profile, spaced out by the cost cap: not covered */
 #define NK__AN_Z95 1.959963984540054 /* the normal quantile of a two-sided 95 % interval */
 
 /*
