@@ -3,6 +3,7 @@
  * governor, start/stop/fork and moves.  Revokes only under pf_lock and never calls the registry's locked paths
  * while holding it (pagefault.c, "Frees race with revocation"); nothing here runs in a signal handler.
  */
+#include <math.h>
 #include <sys/mman.h>
 
 #include "../common/own_thread.h"
@@ -493,7 +494,18 @@ static void *pf_main(void *arg)
 			 * rounds, and the visits in between went unsampled.  A round that overran its period
 			 * starts the next one at once, after a yield. */
 			struct timespec ts;
-			uint64_t due = round_start + period, tnow = nkp_now();
+			uint64_t gap = period;
+			if (period > PF_PERIOD_NS) {
+				/*
+				 * Stretched by the cost cap: rounds at the times of a Poisson process of that mean
+				 * (exponential gaps, at most 4 means), not on a fixed grid that, run after run,
+				 * would sample the same moments of a program (the start of a run shorter than the
+				 * period, every time): combined runs then cover every phase alike.
+				 */
+				double u = pf_unit(&pf_rng), g = -log(u > 1e-300 ? u : 1e-300);
+				gap = (uint64_t)((double)period * (g < 4 ? g : 4));
+			}
+			uint64_t due = round_start + gap, tnow = nkp_now();
 			if (due <= tnow) {
 				sched_yield();
 				due = tnow;

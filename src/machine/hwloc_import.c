@@ -510,9 +510,10 @@ int nk_machine_load_xml(const char *path, nk_machine **out, nk_error *err)
 		rc = nk__error(err, NK_ENOSYS, "%s: this hwloc cannot keep caches", path);
 		goto out_destroy;
 	}
-	/* the size hwloc wants counts the terminating NUL.  With hwloc's libxml2 backend (libhwloc-plugins,
-	 * which Debian's Open MPI and PMIx pull in) the buffer is parsed here already, and a corrupt one fails
-	 * with EINVAL; ENOSYS is an hwloc without XML. */
+	/* the size hwloc wants counts the terminating NUL */
+	/* With libhwloc-plugins (pulled in by Open MPI, for one) hwloc parses with libxml2, and parses here:
+	 * a corrupt file fails now rather than at the load, and is a parse error, not a missing feature. */
+	errno = 0;
 	if (hwloc_topology_set_xmlbuffer(topo, text, (int)strlen(text) + 1)) {
 		if (errno == ENOSYS)
 			rc = nk__error(err, NK_ENOSYS, "%s: this hwloc has no XML support", path);

@@ -26,6 +26,7 @@
 #define NK__AN_MIN_CLUSTERS 2       /* too few samples: fewer clusters than this (no variance between them) */
 #define NK__AN_GROUP_PAGES 16       /* pages per cluster of pagefault samples (the sampler's member groups) */
 #define NK__AN_ROUND_NS 10000000ull /* the other cluster of pagefault samples: the sampler's round (10 ms) */
+#define NK__AN_MIN_ROUNDS 20         /* fewer pagefault rounds in a profile, spaced out by the cost cap: not covered */
 #define NK__AN_Z95 1.959963984540054 /* the normal quantile of a two-sided 95 % interval */
 
 /*
@@ -289,7 +290,45 @@ struct nk__an_ci {
 void nk__an_ratio_ci(const double *W, const double *Y, size_t n, double sum_w2, struct nk__an_ci *out);
 /** nk__an_ratio_ci's last step: the interval of share @p r with variance @p var (0: no spread seen) over @p n
  * clusters, the effective size capped by Kish's @p kish (the job report pools shares over ranks with it). */
-void nk__an_ci_from_var(double r, double var, size_t n, double kish, struct nk__an_ci *out);
+/*
+ * The clustered samples of remote shares and their sums (analysis_interval.c; docs/report.md, "What the
+ * numbers estimate"): the one computation behind a variable's interval in a report and the pooled
+ * intervals of a job's ranks (job.c).
+ *
+ * One sample with both nodes known, as the interval clusters it: pagefault samples in their 16-page group
+ * and 10 ms round (nk__an_pf_clusters, grouped 1), any other sample its own cluster (cl = round = its index).
+ */
+struct nk__cl_rec {
+	uint32_t var, proc;
+	uint64_t cl, round;
+	uint32_t w;
+	uint8_t grouped, remote;
+};
+
+/*
+ * The sums an interval needs, centred on the share @p rc of the samples they came from, so that sums of
+ * several sources (a job's ranks, whose clusters never span two ranks) pool without loss: for each of the
+ * three clusterings (group, round, both) the clusters' A = sum (Y - rc W)^2, B = sum (Y - rc W) W,
+ * C = sum W^2 and their number.
+ */
+struct nk__cl_stats {
+	double sw, sy, sw2;   /* sum of weights, of remote weights, of squared weights (Kish) */
+	double rc;            /* the centre */
+	double A[3], B[3], C[3];
+	uint64_t n[3];        /* clusters */
+	uint64_t known;       /* samples */
+};
+
+/*
+ * The sums of @p cr[0..n) (reordered): into @p total (all of them; NULL: not wanted) and into @p vars[var]
+ * (each variable's own clusters; NULL: not wanted; zeroed here, as is total).
+ */
+void nk__cl_sums(struct nk__cl_rec *cr, size_t n, struct nk__cl_stats *total, struct nk__cl_stats *vars, size_t n_vars);
+
+/* The share of the pooled sums @p st[0..n) and its interval (the two-way cluster-robust variance, Wilson
+ * interval); *@p share 0 and ci [0, 1] without samples.  @p clusters: the page-group clusters. */
+void nk__cl_pool(const struct nk__cl_stats *const *st, size_t n, double *share, uint64_t *clusters,
+		 struct nk__an_ci *ci);
 
 /** 1 when @p v's remote share is decided: samples with both nodes known in at least NK__AN_MIN_CLUSTERS
  * clusters and an interval no wider than +-NK__AN_CI_HALF. */

@@ -177,6 +177,7 @@ int nk__an_read_header(struct ctx *c)
 	if (read_runs(c))
 		return NK_ENOMEM;
 	a->covered = 1;
+	uint64_t pf_rounds = 0, pf_stretched = 0, pf_period = 0;
 	for (size_t i = 0; i < c->p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &c->p->procs[i];
 		if (!pd->complete && nk__an_warn(a, nk__aprintf("process %u did not finish its profile (killed?): its data is "
@@ -190,6 +191,14 @@ int nk__an_read_header(struct ctx *c)
 			return NK_ENOMEM;
 		}
 		int rc = coverage_of(a, pd, json_is_object(end) ? end : NULL, dropped);
+		json_t *pf = json_is_object(end) ? json_object_get(end, "pagefault") : NULL;
+		uint64_t r = 0, st = 0, per = 0;
+		if (json_is_object(pf) && json_u64(pf, "rounds", &r) && json_u64(pf, "stretched", &st)) {
+			json_u64(pf, "period_ns", &per);
+			pf_rounds += r;
+			pf_stretched += st;
+			pf_period = per > pf_period ? per : pf_period;
+		}
 		json_decref(end);
 		if (rc)
 			return rc;
@@ -198,6 +207,17 @@ int nk__an_read_header(struct ctx *c)
 		if (sw && *sw && nk__an_warn(a, nk__aprintf("process %u: %s", pd->info.pid, sw)))
 			return NK_ENOMEM;
 	}
+	/*
+	 * The pagefault sampler samples the moments right after its rounds.  When its cost cap spaced them out
+	 * (END stretched) and the whole profile holds few of them, its samples come from a few moments of the
+	 * program, whatever their number: say so (combined runs add moments: their rounds fall at random times).
+	 */
+	if (pf_stretched && pf_rounds < NK__AN_MIN_ROUNDS &&
+	    coverage_reason(a, nk__aprintf("the pagefault sampler made %llu rounds in all, up to %.0f ms apart to stay "
+					   "under its cost cap: its samples come from that few moments of the run; "
+					   "combine more runs (numakit profile --runs N) or raise --max-overhead",
+					   (unsigned long long)pf_rounds, (double)pf_period / 1e6)))
+		return NK_ENOMEM;
 	return 0;
 }
 

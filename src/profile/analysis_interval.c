@@ -4,6 +4,8 @@
  * Pure arithmetic over the records: no verdicts.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "profile/analysis_impl.h"
 
@@ -78,19 +80,16 @@ int nk__an_decided(const struct nk__an_var *v)
  * one-way variance used before.  hw and trace samples are their own clusters both ways (one-way, as
  * independent samples).
  */
-struct clrec {
-	uint32_t var, proc;
-	uint64_t cl, round;
-	uint8_t grouped, remote;
-	uint32_t w;
-};
-
 enum { BY_GROUP = 0, BY_ROUND = 1, BY_BOTH = 2 };
 
-static int cmp_key(const struct clrec *a, const struct clrec *b, int by)
+/* The cluster key of clustering @p by; @p per_var: a variable's own clusters (the round key holds the
+ * variable), else all samples' (a round spans the variables). */
+static int cmp_by(const struct nk__cl_rec *a, const struct nk__cl_rec *b, int by, int per_var)
 {
 	int c;
-	if ((c = NK__CMP(a->var, b->var)) || (c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->grouped, b->grouped)))
+	if ((per_var || by != BY_ROUND) && (c = NK__CMP(a->var, b->var)))
+		return c;
+	if ((c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->grouped, b->grouped)))
 		return c;
 	if (by != BY_ROUND && (c = NK__CMP(a->cl, b->cl)))
 		return c;
@@ -99,48 +98,122 @@ static int cmp_key(const struct clrec *a, const struct clrec *b, int by)
 	return 0;
 }
 
-static int cmp_group(const void *x, const void *y)
-{
-	return cmp_key(x, y, BY_GROUP);
-}
+/* One comparator per clustering (qsort has no context argument, and the library keeps no global state). */
+#define CMP_CL(name, by, per_var)                               \
+	static int name(const void *x, const void *y)           \
+	{                                                       \
+		return cmp_by(x, y, by, per_var);               \
+	}
+CMP_CL(cmp_group_all, BY_GROUP, 0)
+CMP_CL(cmp_round_all, BY_ROUND, 0)
+CMP_CL(cmp_both_all, BY_BOTH, 0)
+CMP_CL(cmp_group_var, BY_GROUP, 1)
+CMP_CL(cmp_round_var, BY_ROUND, 1)
+CMP_CL(cmp_both_var, BY_BOTH, 1)
+#undef CMP_CL
 
-static int cmp_round(const void *x, const void *y)
-{
-	return cmp_key(x, y, BY_ROUND);
-}
-
-static int cmp_both(const void *x, const void *y)
-{
-	return cmp_key(x, y, BY_BOTH);
-}
-
-/* Per variable, over clusters of @p by (cr sorted for it): the sum of squared residuals (Y - r W) into ss[var]
- * and the number of clusters into nc[var]. */
-static void cluster_ss(const struct clrec *cr, size_t n, int by, const double *r, double *ss, size_t *nc)
+/* Accumulate the clusters of @p cr (sorted for @p by) into st (per variable: st[var], else st[0]). */
+static void cluster_sums(const struct nk__cl_rec *cr, size_t n, int by, int per_var, struct nk__cl_stats *st)
 {
 	for (size_t i = 0, j; i < n; i = j) {
-		double w = 0, y = 0;
-		for (j = i; j < n && !cmp_key(&cr[i], &cr[j], by); j++) {
-			w += cr[j].w;
-			y += cr[j].remote ? cr[j].w : 0;
+		double W = 0, Y = 0;
+		for (j = i; j < n && !cmp_by(&cr[i], &cr[j], by, per_var); j++) {
+			W += cr[j].w;
+			Y += cr[j].remote ? cr[j].w : 0;
 		}
-		double d = y - r[cr[i].var] * w;
-		ss[cr[i].var] += d * d;
-		nc[cr[i].var]++;
+		struct nk__cl_stats *s = per_var ? &st[cr[i].var] : st;
+		double d = Y - s->rc * W;
+		s->A[by] += d * d;
+		s->B[by] += d * W;
+		s->C[by] += W * W;
+		s->n[by]++;
 	}
+}
+
+void nk__cl_sums(struct nk__cl_rec *cr, size_t n, struct nk__cl_stats *total, struct nk__cl_stats *vars, size_t n_vars)
+{
+	if (total)
+		memset(total, 0, sizeof *total);
+	for (size_t v = 0; vars && v < n_vars; v++)
+		memset(&vars[v], 0, sizeof vars[v]);
+	for (size_t i = 0; i < n; i++) {
+		double w = cr[i].w, y = cr[i].remote ? w : 0;
+		struct nk__cl_stats *to[2] = { total, vars ? &vars[cr[i].var] : NULL };
+		for (int k = 0; k < 2; k++) {
+			if (!to[k])
+				continue;
+			to[k]->sw += w;
+			to[k]->sy += y;
+			to[k]->sw2 += w * w;
+			to[k]->known++;
+		}
+	}
+	if (total)
+		total->rc = total->sw > 0 ? total->sy / total->sw : 0;
+	for (size_t v = 0; vars && v < n_vars; v++)
+		vars[v].rc = vars[v].sw > 0 ? vars[v].sy / vars[v].sw : 0;
+	static int (*const cmp[2][3])(const void *, const void *) = {
+		{ cmp_group_all, cmp_round_all, cmp_both_all },
+		{ cmp_group_var, cmp_round_var, cmp_both_var },
+	};
+	for (int by = 0; by < 3; by++) {
+		for (int per_var = 0; per_var < 2; per_var++) {
+			struct nk__cl_stats *st = per_var ? vars : total;
+			if (!st)
+				continue;
+			qsort(cr, n, sizeof *cr, cmp[per_var][by]);
+			cluster_sums(cr, n, by, per_var, st);
+		}
+	}
+}
+
+void nk__cl_pool(const struct nk__cl_stats *const *st, size_t n, double *share, uint64_t *clusters,
+		 struct nk__an_ci *ci)
+{
+	double sw = 0, sy = 0, sw2 = 0, ss[3] = { 0, 0, 0 };
+	uint64_t nc[3] = { 0, 0, 0 }, known = 0;
+
+	*share = 0;
+	*clusters = 0;
+	*ci = (struct nk__an_ci){ 0, 0, 1, 0 };
+	for (size_t i = 0; i < n; i++) {
+		sw += st[i]->sw;
+		sy += st[i]->sy;
+		sw2 += st[i]->sw2;
+		known += st[i]->known;
+	}
+	if (!known || sw <= 0)
+		return;
+	double r = sy / sw;
+	r = r < 0 ? 0 : r > 1 ? 1 : r;
+	/* each source's sums moved from its own centre to the pooled share: (Y - r W)^2 = (d - (r - rc) W)^2 */
+	for (size_t i = 0; i < n; i++) {
+		double d = r - st[i]->rc;
+		for (int k = 0; k < 3; k++) {
+			ss[k] += st[i]->A[k] - 2 * d * st[i]->B[k] + d * d * st[i]->C[k];
+			nc[k] += st[i]->n[k];
+		}
+	}
+	double V[3];
+	for (int k = 0; k < 3; k++)
+		V[k] = nc[k] >= 2 ? (ss[k] > 0 ? ss[k] : 0) / (sw * sw) * (double)nc[k] / (double)(nc[k] - 1) : 0;
+	/* two-way (Cameron, Gelbach and Miller 2011), never below the one-way variance by group */
+	double two = V[BY_GROUP] + V[BY_ROUND] - V[BY_BOTH];
+	double v = two > V[BY_GROUP] ? two : V[BY_GROUP];
+	ci_from_var(r, nc[BY_GROUP] >= 2 ? v : 0, nc[BY_GROUP], sw2 > 0 ? sw * sw / sw2 : (double)nc[BY_GROUP], ci);
+	*share = r;
+	*clusters = nc[BY_GROUP];
 }
 
 /* Each variable's remote-share interval from its samples with both nodes known (local or remote). */
 int nk__an_intervals(struct ctx *c)
 {
 	struct nk__analysis *a = c->a;
-	size_t n = 0, nv = a->n_vars ? a->n_vars : 1;
-	struct clrec *cr = malloc((c->n_recs ? c->n_recs : 1) * sizeof(*cr));
-	double *sw = calloc(nv, sizeof(double)), *sy = calloc(nv, sizeof(double)), *w2 = calloc(nv, sizeof(double));
-	double *r = calloc(nv, sizeof(double)), *ss = calloc(3 * nv, sizeof(double));
-	size_t *nc = calloc(3 * nv, sizeof(size_t));
+	size_t n = 0;
+	struct nk__cl_rec *cr = malloc((c->n_recs ? c->n_recs : 1) * sizeof(*cr));
+	struct nk__cl_stats *st = calloc(a->n_vars ? a->n_vars : 1, sizeof *st);
 	int rc = NK_ENOMEM;
-	if (!cr || !sw || !sy || !w2 || !r || !ss || !nc)
+	if (!cr || !st)
 		goto out;
 	for (size_t i = 0; i < a->n_vars; i++) {
 		a->vars[i].ci_lo = 0;
@@ -150,34 +223,21 @@ int nk__an_intervals(struct ctx *c)
 		const struct rec *q = &c->recs[i];
 		if (q->where >= 2)
 			continue;
-		cr[n++] = (struct clrec){ q->var, q->proc, q->cl, q->round, q->grouped, q->where == 1, q->w };
-		sw[q->var] += q->w;
-		sy[q->var] += q->where == 1 ? q->w : 0;
-		w2[q->var] += (double)q->w * q->w;
+		cr[n++] = (struct nk__cl_rec){ q->var, q->proc, q->cl, q->round, q->w, q->grouped, q->where == 1 };
 		a->vars[q->var].known_samples++;
 		a->vars[q->var].ci_grouped |= q->grouped;
 	}
-	for (size_t v = 0; v < a->n_vars; v++)
-		r[v] = sw[v] > 0 ? sy[v] / sw[v] : 0;
-	static int (*const cmp[3])(const void *, const void *) = { cmp_group, cmp_round, cmp_both };
-	for (int by = 0; by < 3; by++) {
-		qsort(cr, n, sizeof(*cr), cmp[by]);
-		cluster_ss(cr, n, by, r, ss + (size_t)by * nv, nc + (size_t)by * nv);
-	}
+	nk__cl_sums(cr, n, NULL, st, a->n_vars);
 	for (size_t v = 0; v < a->n_vars; v++) {
 		struct nk__an_var *var = &a->vars[v];
-		if (!var->known_samples || sw[v] <= 0)
+		if (!var->known_samples || st[v].sw <= 0)
 			continue;
-		double s2 = sw[v] * sw[v], V[3];
-		for (int by = 0; by < 3; by++) {
-			size_t k = nc[(size_t)by * nv + v];
-			V[by] = k >= 2 ? ss[(size_t)by * nv + v] / s2 * (double)k / (double)(k - 1) : 0;
-		}
-		double two = V[BY_GROUP] + V[BY_ROUND] - V[BY_BOTH];
-		double vv = two > V[BY_GROUP] ? two : V[BY_GROUP];
-		struct nk__an_ci ci = { 0, 0, 1, 0 };
-		ci_from_var(r[v], nc[v] >= 2 ? vv : 0, nc[v], w2[v] > 0 ? s2 / w2[v] : (double)nc[v], &ci);
-		var->clusters = nc[v];
+		const struct nk__cl_stats *one = &st[v];
+		double share;
+		uint64_t clusters;
+		struct nk__an_ci ci;
+		nk__cl_pool(&one, 1, &share, &clusters, &ci);
+		var->clusters = clusters;
 		var->ci_lo = ci.lo;
 		var->ci_hi = ci.hi;
 		var->n_eff = ci.n_eff;
@@ -185,17 +245,7 @@ int nk__an_intervals(struct ctx *c)
 	rc = 0;
 out:
 	free(cr);
-	free(sw);
-	free(sy);
-	free(w2);
-	free(r);
-	free(ss);
-	free(nc);
+	free(st);
 	return rc;
 }
 
-void nk__an_ci_from_var(double r, double var, size_t n, double kish, struct nk__an_ci *out)
-{
-	*out = (struct nk__an_ci){ r, 0, 1, 0 };
-	ci_from_var(r, var, n, kish, out);
-}

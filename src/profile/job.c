@@ -7,7 +7,7 @@
  * may run on hosts whose node numbers mean other nodes (a 2-node and a 4-node machine in one job); and a
  * job of many ranks does not fit in memory sample by sample.  Each rank's analysis is exactly its own
  * report's (`numakit report RANK.nkp`); what crosses ranks is a summary per rank and per variable, with
- * the sums that the pooled remote share's interval needs (struct nk__job_stats): a cluster (a page group,
+ * the sums that the pooled remote share's interval needs (struct nk__cl_stats): a cluster (a page group,
  * a round, a sample) never spans two ranks, so the clusters of all ranks together are the union of each
  * rank's.  `numakit advise` and `whatif` want the other view, one plan for every rank of an SPMD code:
  * they load the rank files as runs (nk_profile_load_pooled, report.c).
@@ -715,64 +715,6 @@ fail:
 
 /* ---------------------------------------------------------------- the interval sums */
 
-/* One sample with both nodes known, as the interval clusters it (analysis_attr.c, analysis_interval.c). */
-struct crec {
-	uint32_t var, proc;
-	uint64_t cl, round;
-	uint32_t w;
-	uint8_t grouped, remote;
-};
-
-enum { BY_GROUP = 0, BY_ROUND = 1, BY_BOTH = 2 };
-
-/* The cluster key of clustering @p by; @p per_var: a variable's own clusters (the round key holds the
- * variable), else the rank's (a round spans the variables). */
-static int cmp_by(const struct crec *a, const struct crec *b, int by, int per_var)
-{
-	int c;
-	if ((per_var || by != BY_ROUND) && (c = NK__CMP(a->var, b->var)))
-		return c;
-	if ((c = NK__CMP(a->proc, b->proc)) || (c = NK__CMP(a->grouped, b->grouped)))
-		return c;
-	if (by != BY_ROUND && (c = NK__CMP(a->cl, b->cl)))
-		return c;
-	if (by != BY_GROUP && (c = NK__CMP(a->round, b->round)))
-		return c;
-	return 0;
-}
-
-/* One comparator per clustering (qsort has no context argument, and the library keeps no global state). */
-#define CMP_CREC(name, by, per_var)                                     \
-	static int name(const void *x, const void *y)                   \
-	{                                                               \
-		return cmp_by(x, y, by, per_var);                       \
-	}
-CMP_CREC(cmp_group_rank, BY_GROUP, 0)
-CMP_CREC(cmp_round_rank, BY_ROUND, 0)
-CMP_CREC(cmp_both_rank, BY_BOTH, 0)
-CMP_CREC(cmp_group_var, BY_GROUP, 1)
-CMP_CREC(cmp_round_var, BY_ROUND, 1)
-CMP_CREC(cmp_both_var, BY_BOTH, 1)
-#undef CMP_CREC
-
-/* Accumulate the clusters of @p cr (sorted for @p by) into st (per variable: st[var], else st[0]). */
-static void cluster_sums(const struct crec *cr, size_t n, int by, int per_var, struct nk__job_stats *st)
-{
-	for (size_t i = 0, j; i < n; i = j) {
-		double W = 0, Y = 0;
-		for (j = i; j < n && !cmp_by(&cr[i], &cr[j], by, per_var); j++) {
-			W += cr[j].w;
-			Y += cr[j].remote ? cr[j].w : 0;
-		}
-		struct nk__job_stats *s = per_var ? &st[cr[i].var] : st;
-		double d = Y - s->rc * W;
-		s->A[by] += d * d;
-		s->B[by] += d * W;
-		s->C[by] += W * W;
-		s->n[by]++;
-	}
-}
-
 /*
  * The sums of the rank's samples with both nodes known: in total (@p total) and per variable (@p vars,
  * a->n_vars of them).  Clusters as the analysis makes them: pagefault samples in 16-page groups counted
@@ -780,99 +722,60 @@ static void cluster_sums(const struct crec *cr, size_t n, int by, int per_var, s
  * cluster (the sampler of a rank's run is its RUN sampler): nk__an_pf_clusters, the analysis's rule.
  * Returns 0 or NK_ENOMEM.
  */
-static int rank_sums(const struct nk__analysis *a, struct nk__job_stats *total, struct nk__job_stats *vars)
+static int rank_sums(const struct nk__analysis *a, struct nk__cl_stats *total, struct nk__cl_stats *vars)
 {
 	size_t n = 0;
 	uint64_t ps = a->page_size ? a->page_size : 4096;
 	int grouped = a->sampler && !strcmp(a->sampler, "pagefault");
-	struct crec *cr = malloc((a->n_attr ? a->n_attr : 1) * sizeof *cr);
+	struct nk__cl_rec *cr = malloc((a->n_attr ? a->n_attr : 1) * sizeof *cr);
 	if (!cr)
 		return NK_ENOMEM;
-	memset(total, 0, sizeof *total);
-	for (size_t v = 0; v < a->n_vars; v++)
-		memset(&vars[v], 0, sizeof vars[v]);
 	for (size_t i = 0; i < a->n_attr; i++) {
 		const struct nk__an_sample *s = &a->attr[i];
 		if (s->cpu_node < 0 || s->page_node < 0 || s->var >= a->n_vars)
 			continue;
-		struct crec *c = &cr[n];
+		struct nk__cl_rec *c = &cr[n];
 		c->var = s->var;
 		c->proc = s->proc;
 		c->w = s->weight ? s->weight : 1;
 		c->remote = s->cpu_node != s->page_node;
 		c->grouped = (uint8_t)grouped;
-		if (grouped) {
+		if (grouped)
 			nk__an_pf_clusters(s->addr, s->lo, s->hi, ps, s->time_ns, &c->cl, &c->round);
-		} else {
+		else
 			c->cl = c->round = n;
-		}
-		double w = c->w, y = c->remote ? w : 0;
-		total->sw += w;
-		total->sy += y;
-		total->sw2 += w * w;
-		total->known++;
-		vars[c->var].sw += w;
-		vars[c->var].sy += y;
-		vars[c->var].sw2 += w * w;
-		vars[c->var].known++;
 		n++;
 	}
-	total->rc = total->sw > 0 ? total->sy / total->sw : 0;
-	for (size_t v = 0; v < a->n_vars; v++)
-		vars[v].rc = vars[v].sw > 0 ? vars[v].sy / vars[v].sw : 0;
-	static int (*const cmp[2][3])(const void *, const void *) = {
-		{ cmp_group_rank, cmp_round_rank, cmp_both_rank },
-		{ cmp_group_var, cmp_round_var, cmp_both_var },
-	};
-	for (int by = 0; by < 3; by++) {
-		for (int per_var = 0; per_var < 2; per_var++) {
-			qsort(cr, n, sizeof *cr, cmp[per_var][by]);
-			cluster_sums(cr, n, by, per_var, per_var ? vars : total);
-		}
-	}
+	nk__cl_sums(cr, n, total, vars, a->n_vars);
 	free(cr);
 	return 0;
 }
 
 /* The share and interval of the pooled sums @p st[0..n) (docs/report.md, "What the numbers estimate"). */
-static void pool(const struct nk__job_stats *const *st, size_t n, struct nk__job_share *out)
+static void pool(const struct nk__cl_stats *const *st, size_t n, struct nk__job_share *out)
 {
-	double sw = 0, sy = 0, sw2 = 0, ss[3] = { 0, 0, 0 };
-	uint64_t nc[3] = { 0, 0, 0 }, known = 0;
+	struct nk__an_ci ci;
+	double r;
+	uint64_t clusters, known = 0;
+	double sw = 0;
+
 	memset(out, 0, sizeof *out);
 	out->hi = 1;
 	for (size_t i = 0; i < n; i++) {
-		sw += st[i]->sw;
-		sy += st[i]->sy;
-		sw2 += st[i]->sw2;
 		known += st[i]->known;
+		sw += st[i]->sw;
 	}
 	if (!known || sw <= 0)
 		return;
-	double r = sy / sw;
-	r = r < 0 ? 0 : r > 1 ? 1 : r;
-	for (size_t i = 0; i < n; i++) {
-		double d = r - st[i]->rc;
-		for (int k = 0; k < 3; k++) {
-			ss[k] += st[i]->A[k] - 2 * d * st[i]->B[k] + d * d * st[i]->C[k];
-			nc[k] += st[i]->n[k];
-		}
-	}
-	double V[3];
-	for (int k = 0; k < 3; k++)
-		V[k] = nc[k] >= 2 ? (ss[k] > 0 ? ss[k] : 0) / (sw * sw) * (double)nc[k] / (double)(nc[k] - 1) : 0;
-	double two = V[BY_GROUP] + V[BY_ROUND] - V[BY_BOTH];
-	double v = two > V[BY_GROUP] ? two : V[BY_GROUP];
-	struct nk__an_ci ci;
-	nk__an_ci_from_var(r, nc[BY_GROUP] >= 2 ? v : 0, nc[BY_GROUP], sw2 > 0 ? sw * sw / sw2 : (double)nc[BY_GROUP], &ci);
+	nk__cl_pool(st, n, &r, &clusters, &ci);
 	out->known = 1;
 	out->r = r;
 	out->lo = ci.lo;
 	out->hi = ci.hi;
 	out->n_eff = ci.n_eff;
-	out->clusters = nc[BY_GROUP];
+	out->clusters = clusters;
 	out->samples = known;
-	out->decided = nc[BY_GROUP] >= NK__AN_MIN_CLUSTERS && (ci.hi - ci.lo) / 2 <= NK__AN_CI_HALF + 1e-12;
+	out->decided = clusters >= NK__AN_MIN_CLUSTERS && (ci.hi - ci.lo) / 2 <= NK__AN_CI_HALF + 1e-12;
 }
 
 /* ---------------------------------------------------------------- the job */
@@ -1063,7 +966,7 @@ static int machine_cpus(const char *machine_json)
 int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const char *path, const struct nk__analysis *a)
 {
 	struct nk__job_build *jb = j->build;
-	struct nk__job_stats *vst = NULL;
+	struct nk__cl_stats *vst = NULL;
 	int rc = NK_ENOMEM;
 
 	if (!jb)
@@ -1132,7 +1035,7 @@ int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const cha
 	if (!vst || rank_sums(a, &r->st, vst))
 		goto out;
 	{
-		const struct nk__job_stats *one = &r->st;
+		const struct nk__cl_stats *one = &r->st;
 		pool(&one, 1, &r->share);
 	}
 	for (size_t v = 0; v < a->n_vars; v++) {
@@ -1398,7 +1301,7 @@ out:
 
 int nk__job_finish(struct nk__job *j)
 {
-	const struct nk__job_stats **sts = NULL;
+	const struct nk__cl_stats **sts = NULL;
 	int rc = NK_ENOMEM;
 
 	build_free(j);

@@ -80,21 +80,6 @@ int nk__job_inputs(const char *const *paths, size_t n, struct nk__job_inputs *ou
 int nk__job_check(struct nk__job_inputs *in, nk_error *err);
 void nk__job_inputs_free(struct nk__job_inputs *in);
 
-/**
- * The sums the interval of a remote share needs (docs/report.md, "What the numbers estimate"), over
- * the samples with both nodes known, centred on the share @p rc of the rank they came from so that
- * shares pooled over ranks (whose clusters never span two ranks) lose no precision: for each of the
- * three clusterings (16-page group, 10 ms round, both; for hw, trace and timer samples each sample
- * alone) the clusters' A = sum (Y - rc W)^2, B = sum (Y - rc W) W, C = sum W^2 and their number.
- */
-struct nk__job_stats {
-	double sw, sy, sw2;   /* sum of weights, of remote weights, of squared weights (Kish) */
-	double rc;            /* the centre */
-	double A[3], B[3], C[3];
-	uint64_t n[3];        /* clusters */
-	uint64_t known;       /* samples */
-};
-
 /** A share and its interval. */
 struct nk__job_share {
 	int known;            /* samples with both nodes known */
@@ -108,7 +93,7 @@ struct nk__job_vrank {
 	size_t rank;          /* index into nk__job.ranks */
 	uint64_t samples, acc, local, remote;
 	struct nk__job_share share;  /* the rank's own (its report's interval) */
-	struct nk__job_stats st;     /* for the pooled share */
+	struct nk__cl_stats st;     /* for the pooled share */
 	int diag, fix;
 	const char *policy;
 	int differs;          /* its share differs from the median rank's (the job's rule) */
@@ -138,7 +123,7 @@ struct nk__job_rank {
 	uint64_t wall_ns;
 	int processes, runs;
 	uint64_t samples, acc, local, remote, unknown;
-	struct nk__job_stats st;
+	struct nk__cl_stats st;
 	struct nk__job_share share;
 	/* accesses (means per run, as its report) and samples by the node of the page; the analysis's nodes */
 	int n_nodes;
@@ -184,7 +169,7 @@ struct nk__job {
 	size_t *order;        /* vars by summed remote accesses, then accesses, then key */
 	uint64_t samples, acc, local, remote, unknown, wall_ns; /* wall: the longest rank's */
 	int processes;
-	struct nk__job_stats st;
+	struct nk__cl_stats st;
 	struct nk__job_share share;
 	int *missing;
 	size_t n_missing;

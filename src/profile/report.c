@@ -15,6 +15,7 @@
 #include "profile/analysis.h"
 #include "profile/job.h"
 #include "util/error.h"
+#include "profile/report_fmt.h"
 #include "util/strbuf.h"
 
 /* A profile: one analysis (a run, or runs pooled), or a job of ranks each analysed alone (job.c). */
@@ -257,27 +258,6 @@ static int bfinish(struct nk__strbuf *b, char **out, nk_error *err)
 	return 0;
 }
 
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-static const char *fmt_size(uint64_t bytes, char *buf, size_t cap)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, cap, "%.1f %s", v, unit[u]);
-	return buf;
-}
-
 static const char *fix_text(const struct nk__analysis *a, const struct nk__an_var *v, char *buf, size_t cap)
 {
 	switch (v->fix) {
@@ -362,11 +342,11 @@ static void sites_text(struct nk__strbuf *b, const struct nk__analysis *a)
 			nk__strbuf_printf(b, "\n== Allocation sites ==\n");
 		nk__strbuf_printf(b, "%s: %llu blocks (at most %llu live, %s; %llu live at the end, %s)\n", v->name,
 			(unsigned long long)v->site_blocks, (unsigned long long)v->site_peak,
-			fmt_size(v->site_bytes_peak, s1, sizeof s1), (unsigned long long)v->site_live,
-			fmt_size(v->site_bytes_live, s2, sizeof s2));
+			nk__rep_size(v->site_bytes_peak, s1, sizeof s1), (unsigned long long)v->site_live,
+			nk__rep_size(v->site_bytes_live, s2, sizeof s2));
 		if (v->alloc_thread >= 0)
 			nk__strbuf_printf(b, "  allocated by %s (%.0f%% of the blocks)", a->threads[v->alloc_thread].label,
-				pct(v->alloc_thread_blocks, v->site_blocks));
+				nk__rep_pct(v->alloc_thread_blocks, v->site_blocks));
 		else
 			nk__strbuf_printf(b, "  allocated by an unknown thread");
 		if (v->ft_where && v->ft_thread >= 0)
@@ -378,16 +358,16 @@ static void sites_text(struct nk__strbuf *b, const struct nk__analysis *a)
 			all += v->users[k].acc;
 		for (int k = 0; k < n && k < 4; k++)
 			nk__strbuf_printf(b, "%s %s (%.0f%%)", k ? "," : "", a->threads[v->users[ord[k]].thread].label,
-				pct(v->users[ord[k]].acc, all));
+				nk__rep_pct(v->users[ord[k]].acc, all));
 		if (n > 4)
 			nk__strbuf_printf(b, ", ...");
 		if (v->site_space)
 			nk__strbuf_printf(b, "\n  placed as one array of %s: its blocks end to end in allocation order",
-				fmt_size(v->size, s1, sizeof s1));
+				nk__rep_size(v->size, s1, sizeof s1));
 		nk__strbuf_printf(b, "\n  pages sampled by node:");
 		for (int k = 0; k < a->n_nodes; k++)
 			if (v->pages_on[k])
-				nk__strbuf_printf(b, " node %d %.0f%%", a->node_ids[k], pct(v->pages_on[k], v->pages));
+				nk__strbuf_printf(b, " node %d %.0f%%", a->node_ids[k], nk__rep_pct(v->pages_on[k], v->pages));
 		nk__strbuf_printf(b, "\n");
 	}
 }
@@ -425,7 +405,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		a->n_threads, a->n_threads == 1 ? "" : "s");
 	if (a->wall_ns)
 		nk__strbuf_printf(b, ", %.2f s", (double)a->wall_ns / 1e9);
-	nk__strbuf_printf(b, "\nremote accesses: %.1f%% of %llu with known nodes", pct(a->remote, known),
+	nk__strbuf_printf(b, "\nremote accesses: %.1f%% of %llu with known nodes", nk__rep_pct(a->remote, known),
 		(unsigned long long)known);
 	if (a->unknown)
 		nk__strbuf_printf(b, " (%llu accesses of unknown node)", (unsigned long long)a->unknown);
@@ -433,14 +413,14 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 	if (a->numa_factor > 0)
 		nk__strbuf_printf(b, ", NUMA factor up to %.2f", a->numa_factor);
 	if (a->l2_size)
-		nk__strbuf_printf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+		nk__strbuf_printf(b, ", L2 %s", nk__rep_size(a->l2_size, s1, sizeof(s1)));
 	nk__strbuf_printf(b, "\n");
 
 	nk__strbuf_printf(b, "\n== Per node: variables by remote accesses from the node's cpus ==\n");
 	for (int n = 0; n < a->n_nodes; n++) {
 		uint64_t tot = a->node_local[n] + a->node_remote[n];
 		nk__strbuf_printf(b, "node %d: %llu accesses, %.1f%% remote; pages on it served %llu accesses\n", a->node_ids[n],
-			(unsigned long long)tot, pct(a->node_remote[n], tot), (unsigned long long)a->node_pages_acc[n]);
+			(unsigned long long)tot, nk__rep_pct(a->node_remote[n], tot), (unsigned long long)a->node_pages_acc[n]);
 		int shown = 0;
 		for (size_t i = 0; i < a->n_vars && shown < TEXT_VARS; i++) {
 			const struct nk__an_var *v = &a->vars[i];
@@ -448,7 +428,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				continue;
 			shown++;
 			nk__strbuf_printf(b, "  %-46s %10llu remote %6.1f%% of its accesses here\n", nk__fit(v->name, 46, s2, sizeof(s2)),
-				(unsigned long long)v->remote_cpu[n], pct(v->remote_cpu[n], v->acc_cpu[n]));
+				(unsigned long long)v->remote_cpu[n], nk__rep_pct(v->remote_cpu[n], v->acc_cpu[n]));
 			for (int k = 0; k < v->n_lines && k < 3; k++)
 				if (v->lines[k].remote)
 					nk__strbuf_printf(b, "      at %-52s %10llu remote (all nodes)\n",
@@ -470,18 +450,18 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			snprintf(reg, sizeof(reg), "%.2f", v->regularity);
 		nk__strbuf_printf(b, "%-25s %-6.6s %9s %8llu %6.1f%% %-9s %6llu %4.0f%% %4.0f%% %4.0f%% %5s\n",
 			nk__fit(v->name, 25, s2, sizeof(s2)), nk__an_kind_name(v->kind),
-			v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
-			pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci), (unsigned long long)v->pages,
-			pct(v->pages_private, v->pages),
-			pct(v->pages_node_shared, v->pages), pct(v->pages_cross_shared, v->pages), reg);
+			v->size ? nk__rep_size(v->size, s1, sizeof(s1)) : "-", (unsigned long long)v->samples,
+			nk__rep_pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci), (unsigned long long)v->pages,
+			nk__rep_pct(v->pages_private, v->pages),
+			nk__rep_pct(v->pages_node_shared, v->pages), nk__rep_pct(v->pages_cross_shared, v->pages), reg);
 	}
 	if (a->n_vars > 3 * TEXT_VARS)
 		nk__strbuf_printf(b, "(%zu more variables in --json)\n", a->n_vars - 3 * TEXT_VARS);
 	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
 	nk__strbuf_printf(b, "page classes: %llu pages sampled, %.1f%% private, %.1f%% shared within a node, %.1f%% shared "
 		   "across nodes\n",
-		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
-		pct(a->pages_cross_shared, pg));
+		(unsigned long long)pg, nk__rep_pct(a->pages_private, pg), nk__rep_pct(a->pages_node_shared, pg),
+		nk__rep_pct(a->pages_cross_shared, pg));
 	sites_text(b, a);
 
 	if (a->n_threads && a->n_nodes) {
@@ -502,7 +482,7 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				snprintf(s1, sizeof(s1), "-");
 			nk__strbuf_printf(b, "%-22s %5s", nk__fit(th->label, 22, s2, sizeof(s2)), s1);
 			for (int n = 0; n < a->n_nodes; n++)
-				nk__strbuf_printf(b, " %7.1f%%", pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
+				nk__strbuf_printf(b, " %7.1f%%", nk__rep_pct(a->thread_node[t * (size_t)a->n_nodes + (size_t)n], tot));
 			nk__strbuf_printf(b, "\n");
 		}
 		if (a->n_threads > 64)
@@ -537,13 +517,13 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
 			nk__strbuf_printf(b, "%-30s %10llu samples %6.1f%% remote\n", nk__fit(ph->name, 30, s2, sizeof(s2)),
-				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+				(unsigned long long)ph->samples, nk__rep_pct(ph->remote, ph->local + ph->remote));
 			for (size_t k = 0; k < ph->n_vars && k < TEXT_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				const char *fx = nk__an_fix_name(v->fix);
 				char ci[32];
 				nk__strbuf_printf(b, "  %-34s %9llu %6.1f%% %-9s %-18s %s", nk__fit(v->name, 34, s2, sizeof(s2)),
-					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
+					(unsigned long long)v->acc, nk__rep_pct(v->remote, v->local + v->remote),
 					ci_text(v, ci, sizeof ci), nk__an_diag_name(v->diag), fx);
 				if (v->policy && strcmp(v->policy, fx))
 					nk__strbuf_printf(b, " (%s)", v->policy);
@@ -802,28 +782,6 @@ static json_t *json_report(const struct nk__analysis *a)
 
 /* ---------------------------------------------------------------- HTML */
 
-static void hesc(struct nk__strbuf *b, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<':
-			nk__strbuf_printf(b, "&lt;");
-			break;
-		case '>':
-			nk__strbuf_printf(b, "&gt;");
-			break;
-		case '&':
-			nk__strbuf_printf(b, "&amp;");
-			break;
-		case '"':
-			nk__strbuf_printf(b, "&quot;");
-			break;
-		default:
-			nk__strbuf_printf(b, "%c", *s);
-		}
-	}
-}
-
 /* As hesc, `text` in backquotes becoming <code>text</code>. */
 static void hesc_code(struct nk__strbuf *b, const char *s)
 {
@@ -834,7 +792,7 @@ static void hesc_code(struct nk__strbuf *b, const char *s)
 			open = !open;
 		} else {
 			char c[2] = { *s, 0 };
-			hesc(b, c);
+			nk__html_esc(b, c);
 		}
 	}
 	if (open)
@@ -857,17 +815,6 @@ static const char *diag_color(int d)
 	}
 }
 
-/* White to red by @p f in [0, 1]. */
-static void heat(struct nk__strbuf *b, double f)
-{
-	if (!(f >= 0))
-		f = 0;
-	if (f > 1)
-		f = 1;
-	int g = (int)lround(245 - 180 * f), bl = (int)lround(240 - 200 * f);
-	nk__strbuf_printf(b, "rgb(250,%d,%d)", g, bl);
-}
-
 /* A heat map of @p v (nr x nc); cells show @p v itself when @p raw, else % of the largest. */
 static void svg_heatmap(struct nk__strbuf *b, const char *title, const char *const *rows, size_t nr, const char *const *cols,
 			size_t nc, const double *v, int diag_blank, int raw)
@@ -879,19 +826,19 @@ static void svg_heatmap(struct nk__strbuf *b, const char *title, const char *con
 			mx = v[i];
 	int w = lw + (int)nc * cell + 10, h = th + 18 + (int)nr * cell + 4;
 	nk__strbuf_printf(b, "<figure><figcaption>");
-	hesc(b, title);
+	nk__html_esc(b, title);
 	nk__strbuf_printf(b, "</figcaption><svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">", w, h, w, h);
 	for (size_t j = 0; j < nc; j++)
 		if (cell >= 30 || j % 4 == 0) {
 			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"middle\">", lw + (int)j * cell + cell / 2,
 				th + 10);
-			hesc(b, cols[j]);
+			nk__html_esc(b, cols[j]);
 			nk__strbuf_printf(b, "</text>");
 		}
 	for (size_t i = 0; i < nr; i++) {
 		int y = th + 18 + (int)i * cell;
 		nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"end\">", lw - 6, y + cell / 2 + 4);
-		hesc(b, rows[i]);
+		nk__html_esc(b, rows[i]);
 		nk__strbuf_printf(b, "</text>");
 		for (size_t j = 0; j < nc; j++) {
 			double f = mx > 0 ? v[i * nc + j] / mx : 0;
@@ -900,7 +847,7 @@ static void svg_heatmap(struct nk__strbuf *b, const char *title, const char *con
 			if (diag_blank && i == j)
 				nk__strbuf_printf(b, "#ddd");
 			else
-				heat(b, f);
+				nk__html_heat(b, f, 1);
 			nk__strbuf_printf(b, "\"><title>%.4g</title></rect>", v[i * nc + j]);
 			if (cell >= 30 && !(diag_blank && i == j))
 				nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"cv\" text-anchor=\"middle\">%.0f</text>",
@@ -918,7 +865,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 	uint64_t known = a->local + a->remote;
 	size_t nv = a->n_vars < HTML_VARS ? a->n_vars : HTML_VARS;
 	nk__strbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>numakit report: ");
-	hesc(b, a->program);
+	nk__html_esc(b, a->program);
 	nk__strbuf_printf(b, "</title>\n<style>\n"
 		   "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1120px;"
 		   "color:#222;padding:0 16px}\n"
@@ -938,31 +885,31 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		   "vertical-align:middle}.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;"
 		   "margin:4px 0}.muted{color:#777}\n"
 		   "</style></head><body>\n<h1>numakit report: ");
-	hesc(b, a->program);
+	nk__html_esc(b, a->program);
 	nk__strbuf_printf(b, "</h1>");
 	if (!a->covered) {
 		nk__strbuf_printf(b, "<div class=\"warn\"><b>Incomplete profile:</b> the samples do not cover the whole run; every "
 			   "figure may describe only part of it (numakit advise and whatif refuse it without --force).<ul>");
 		for (size_t i = 0; i < a->n_coverage_reasons; i++) {
 			nk__strbuf_printf(b, "<li>");
-			hesc(b, a->coverage_reasons[i]);
+			nk__html_esc(b, a->coverage_reasons[i]);
 			nk__strbuf_printf(b, "</li>");
 		}
 		nk__strbuf_printf(b, "</ul></div>\n");
 	}
 	nk__strbuf_printf(b, "<div class=\"muted\">sampler ");
-	hesc(b, a->sampler);
+	nk__html_esc(b, a->sampler);
 	nk__strbuf_printf(b, ", %d process%s, %zu thread%s, %d node%s", a->n_procs, a->n_procs == 1 ? "" : "es", a->n_threads,
 		a->n_threads == 1 ? "" : "s", a->n_nodes, a->n_nodes == 1 ? "" : "s");
 	if (a->numa_factor > 0)
 		nk__strbuf_printf(b, ", NUMA factor up to %.2f", a->numa_factor);
 	if (a->l2_size)
-		nk__strbuf_printf(b, ", L2 %s", fmt_size(a->l2_size, s1, sizeof(s1)));
+		nk__strbuf_printf(b, ", L2 %s", nk__rep_size(a->l2_size, s1, sizeof(s1)));
 	if (a->runs > 1)
 		nk__strbuf_printf(b, ", %d runs combined (accesses: means per run)", a->runs);
 	nk__strbuf_printf(b, "</div>\n<div class=\"cards\">");
 	nk__strbuf_printf(b, "<div class=\"card\"><b>%llu</b><span>samples</span></div>", (unsigned long long)a->samples);
-	nk__strbuf_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", pct(a->remote, known));
+	nk__strbuf_printf(b, "<div class=\"card\"><b>%.1f%%</b><span>remote accesses</span></div>", nk__rep_pct(a->remote, known));
 	if (a->wall_ns)
 		nk__strbuf_printf(b, "<div class=\"card\"><b>%.2f s</b><span>duration</span></div>", (double)a->wall_ns / 1e9);
 	nk__strbuf_printf(b, "<div class=\"card\"><b>%zu</b><span>variables</span></div>", a->n_vars);
@@ -973,7 +920,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 
 	for (size_t i = 0; i < a->n_warnings; i++) {
 		nk__strbuf_printf(b, "<div class=\"warn\">");
-		hesc(b, a->warnings[i]);
+		nk__html_esc(b, a->warnings[i]);
 		nk__strbuf_printf(b, "</div>\n");
 	}
 
@@ -984,12 +931,12 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		const struct nk__an_var *v = &a->vars[i];
 		char fx[160];
 		nk__strbuf_printf(b, "<tr><td><b>");
-		hesc(b, v->name);
+		nk__html_esc(b, v->name);
 		nk__strbuf_printf(b, "</b><br><span class=\"muted\">%s%s%s</span></td><td><span class=\"tag\" style=\"background:%s\">%s"
 			   "</span></td><td>",
-			nk__an_kind_name(v->kind), v->size ? ", " : "", v->size ? fmt_size(v->size, s1, sizeof(s1)) : "",
+			nk__an_kind_name(v->kind), v->size ? ", " : "", v->size ? nk__rep_size(v->size, s1, sizeof(s1)) : "",
 			diag_color(v->diag), nk__an_diag_name(v->diag));
-		hesc(b, v->explain);
+		nk__html_esc(b, v->explain);
 		nk__strbuf_printf(b, "</td><td>");
 		hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
 		nk__strbuf_printf(b, "</td></tr>\n");
@@ -1017,7 +964,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"12\">", lw - 8,
 				y0 + (a->n_nodes * (bh + gap)) / 2 + 4);
 			char nm[48];
-			hesc(b, nk__fit(v->name, 36, nm, sizeof(nm)));
+			nk__html_esc(b, nk__fit(v->name, 36, nm, sizeof(nm)));
 			nk__strbuf_printf(b, "</text>");
 			for (int n = 0; n < a->n_nodes; n++) {
 				int y = y0 + n * (bh + gap);
@@ -1032,7 +979,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 					   "%d remote %llu</title></rect>",
 					lw + wl, y, wr, bh, a->node_ids[n], (unsigned long long)rem);
 				nk__strbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"ax\">n%d %s</text>", lw + wl + wr + 4, y + bh - 2,
-					a->node_ids[n], tot ? (snprintf(s2, sizeof(s2), "%.0f%% remote", pct(rem, tot)), s2) : "");
+					a->node_ids[n], tot ? (snprintf(s2, sizeof(s2), "%.0f%% remote", nk__rep_pct(rem, tot)), s2) : "");
 			}
 		}
 		nk__strbuf_printf(b, "</svg>\n");
@@ -1046,16 +993,16 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		for (int k = 0; k < (v->n_lines ? v->n_lines : 1) && k < 3; k++) {
 			nk__strbuf_printf(b, "<tr><td>");
 			if (!k)
-				hesc(b, v->name);
+				nk__html_esc(b, v->name);
 			nk__strbuf_printf(b, "</td><td><code>");
-			hesc(b, v->n_lines ? v->lines[k].where : "-");
+			nk__html_esc(b, v->n_lines ? v->lines[k].where : "-");
 			nk__strbuf_printf(b, "</code></td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td>",
 				(unsigned long long)(v->n_lines ? v->lines[k].remote : 0),
 				(unsigned long long)(v->n_lines ? v->lines[k].acc : 0));
 			if (!k && v->ft_where) {
-				hesc(b, v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "?");
+				nk__html_esc(b, v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "?");
 				nk__strbuf_printf(b, " at <code>");
-				hesc(b, v->ft_where);
+				nk__html_esc(b, v->ft_where);
 				nk__strbuf_printf(b, "</code> (node %d)", v->ft_node);
 			}
 			nk__strbuf_printf(b, "</td></tr>\n");
@@ -1080,7 +1027,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				for (size_t n = 0; n < nn; n++)
 					tot += a->thread_node[t * nn + n];
 				for (size_t n = 0; n < nn; n++)
-					m[t * nn + n] = pct(a->thread_node[t * nn + n], tot);
+					m[t * nn + n] = nk__rep_pct(a->thread_node[t * nn + n], tot);
 			}
 			for (size_t n = 0; n < nn; n++) {
 				snprintf(cols[n], sizeof(cols[n]), "node%d", a->node_ids[n]);
@@ -1107,8 +1054,8 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 	uint64_t pg = a->pages_private + a->pages_node_shared + a->pages_cross_shared;
 	nk__strbuf_printf(b, "<h2>Variables</h2><p>%llu pages sampled: %.1f%% private (one thread), %.1f%% shared within a "
 		   "node, %.1f%% shared across nodes.</p>\n",
-		(unsigned long long)pg, pct(a->pages_private, pg), pct(a->pages_node_shared, pg),
-		pct(a->pages_cross_shared, pg));
+		(unsigned long long)pg, nk__rep_pct(a->pages_private, pg), nk__rep_pct(a->pages_node_shared, pg),
+		nk__rep_pct(a->pages_cross_shared, pg));
 	nk__strbuf_printf(b, "<table><tr><th>variable</th><th>kind</th><th class=\"n\">size</th><th class=\"n\">samples</th>"
 		   "<th class=\"n\">remote</th><th class=\"n\">95%% interval</th><th class=\"n\">pages</th>"
 		   "<th class=\"n\">private</th>"
@@ -1116,10 +1063,10 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 	for (size_t i = 0; i < a->n_vars && i < 100; i++) {
 		const struct nk__an_var *v = &a->vars[i];
 		nk__strbuf_printf(b, "<tr><td>");
-		hesc(b, v->name);
+		nk__html_esc(b, v->name);
 		if (v->type) {
 			nk__strbuf_printf(b, " <span class=\"muted\">");
-			hesc(b, v->type);
+			nk__html_esc(b, v->type);
 			nk__strbuf_printf(b, "</span>");
 		}
 		char ci[32];
@@ -1127,11 +1074,11 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			   "<td class=\"n\">%s</td>"
 			   "<td class=\"n\">%llu</td><td class=\"n\">%.0f%%</td><td class=\"n\">%.0f%%</td>"
 			   "<td class=\"n\">%.0f%%</td><td class=\"n\">",
-			nk__an_kind_name(v->kind), v->size ? fmt_size(v->size, s1, sizeof(s1)) : "-",
-			(unsigned long long)v->samples, pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci),
+			nk__an_kind_name(v->kind), v->size ? nk__rep_size(v->size, s1, sizeof(s1)) : "-",
+			(unsigned long long)v->samples, nk__rep_pct(v->remote, v->local + v->remote), ci_text(v, ci, sizeof ci),
 			(unsigned long long)v->pages,
-			pct(v->pages_private, v->pages), pct(v->pages_node_shared, v->pages),
-			pct(v->pages_cross_shared, v->pages));
+			nk__rep_pct(v->pages_private, v->pages), nk__rep_pct(v->pages_node_shared, v->pages),
+			nk__rep_pct(v->pages_cross_shared, v->pages));
 		if (v->regularity >= 0)
 			nk__strbuf_printf(b, "%.2f", v->regularity);
 		else
@@ -1145,9 +1092,9 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		for (size_t i = 0; i < a->n_phases; i++) {
 			const struct nk__an_phase *ph = &a->phases[i];
 			nk__strbuf_printf(b, "<tr><td>");
-			hesc(b, ph->name);
+			nk__html_esc(b, ph->name);
 			nk__strbuf_printf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td>",
-				(unsigned long long)ph->samples, pct(ph->remote, ph->local + ph->remote));
+				(unsigned long long)ph->samples, nk__rep_pct(ph->remote, ph->local + ph->remote));
 			size_t shown[3] = { SIZE_MAX, SIZE_MAX, SIZE_MAX };
 			for (int k = 0; k < 3; k++) {
 				size_t best = SIZE_MAX;
@@ -1160,7 +1107,7 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				shown[k] = best;
 				if (k)
 					nk__strbuf_printf(b, ", ");
-				hesc(b, a->vars[best].name);
+				nk__html_esc(b, a->vars[best].name);
 				nk__strbuf_printf(b, " <span class=\"muted\">%llu</span>", (unsigned long long)ph->var_remote[best]);
 			}
 			nk__strbuf_printf(b, "</td></tr>\n");
@@ -1172,19 +1119,19 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 			if (!ph->n_vars)
 				continue;
 			nk__strbuf_printf(b, "<h3>Phase ");
-			hesc(b, ph->name);
+			nk__html_esc(b, ph->name);
 			nk__strbuf_printf(b, "</h3><table><tr><th>variable</th><th class=\"n\">accesses</th><th class=\"n\">remote</th>"
 				   "<th class=\"n\">95%% interval</th><th>diagnosis</th><th>suggested fix</th></tr>\n");
 			for (size_t k = 0; k < ph->n_vars && k < HTML_VARS; k++) {
 				const struct nk__an_var *v = &ph->vars[k];
 				char fx[160], ci[32];
 				nk__strbuf_printf(b, "<tr><td>");
-				hesc(b, v->name);
+				nk__html_esc(b, v->name);
 				nk__strbuf_printf(b, "</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td><td class=\"n\">%s</td>"
 					   "<td><span class=\"tag\" style=\"background:%s\" title=\"",
-					(unsigned long long)v->acc, pct(v->remote, v->local + v->remote),
+					(unsigned long long)v->acc, nk__rep_pct(v->remote, v->local + v->remote),
 					ci_text(v, ci, sizeof ci), diag_color(v->diag));
-				hesc(b, v->explain);
+				nk__html_esc(b, v->explain);
 				nk__strbuf_printf(b, "\">%s</span></td><td>", nk__an_diag_name(v->diag));
 				hesc_code(b, fix_text(a, v, fx, sizeof(fx)));
 				nk__strbuf_printf(b, "</td></tr>\n");
@@ -1199,32 +1146,28 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 
 /* ---------------------------------------------------------------- public */
 
+static void text_form(const void *a, struct nk__strbuf *b)
+{
+	text_report(a, b);
+}
+
+static void html_form(const void *a, struct nk__strbuf *b)
+{
+	html_report(a, b);
+}
+
+static json_t *json_form(const void *a)
+{
+	return json_report(a);
+}
+
 int nk__report_analysis(const struct nk__analysis *a, int format, char **out, nk_error *err)
 {
+	static const struct nk__rep_forms forms = { text_form, html_form, json_form };
+
 	if (!a || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
-	struct nk__strbuf b = { 0 };
-	switch (format) {
-	case NK_REPORT_TEXT:
-		text_report(a, &b);
-		break;
-	case NK_REPORT_HTML:
-		html_report(a, &b);
-		break;
-	case NK_REPORT_JSON: {
-		json_t *j = json_report(a);
-		char *s = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(j);
-		if (!s)
-			return nk__error(err, NK_ENOMEM, "profile report: out of memory");
-		nk__strbuf_printf(&b, "%s\n", s);
-		free(s);
-		break;
-	}
-	default:
-		return nk__error(err, NK_EINVAL, "nk_profile_report: unknown format %d", format);
-	}
-	return bfinish(&b, out, err);
+	return nk__rep_render(&forms, a, format, "profile report", out, err);
 }
 
 int nk_profile_report(const nk_profile *p, int format, char **out, nk_error *err)

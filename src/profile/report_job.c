@@ -11,6 +11,7 @@
 #include "profile/job.h"
 #include "util/error.h"
 #include "util/list.h"
+#include "profile/report_fmt.h"
 #include "util/strbuf.h"
 
 #define TEXT_VARS 15     /* variables of the job in the text report */
@@ -28,11 +29,6 @@ static const char *host_text(const char *h)
 	return h && *h ? h : "unknown host";
 }
 
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 /* "34.2% [31,37]", or "-" without a known share. */
 static const char *share_text(const struct nk__job_share *s, char *buf, size_t cap)
 {
@@ -40,22 +36,6 @@ static const char *share_text(const struct nk__job_share *s, char *buf, size_t c
 		snprintf(buf, cap, "-");
 	else
 		snprintf(buf, cap, "%.1f%% [%.0f,%.0f]", 100 * s->r, 100 * s->lo, 100 * s->hi);
-	return buf;
-}
-
-static const char *fmt_size(uint64_t bytes, char *buf, size_t cap)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, cap, "%.1f %s", v, unit[u]);
 	return buf;
 }
 
@@ -262,16 +242,16 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 					if (r->node_ids[q] == ho->node_ids[k])
 						acc = r->acc_page[q];
 				if (cols)
-					nk__strbuf_printf(b, wide ? " %5.1f" : " %3.0f", pct(acc, r->acc));
+					nk__strbuf_printf(b, wide ? " %5.1f" : " %3.0f", nk__rep_pct(acc, r->acc));
 				else if (acc)
-					nk__strbuf_printf(&list, " n%d:%.0f", ho->node_ids[k], pct(acc, r->acc));
+					nk__strbuf_printf(&list, " n%d:%.0f", ho->node_ids[k], nk__rep_pct(acc, r->acc));
 			}
 			if (cols)
-				nk__strbuf_printf(b, " %5.1f", pct(r->acc_page_unknown, r->acc));
+				nk__strbuf_printf(b, " %5.1f", nk__rep_pct(r->acc_page_unknown, r->acc));
 			nk__strbuf_printf(b, "  %s%s\n", share_text(&r->share, s1, sizeof s1), r->differs ? " *" : "");
 			if (!cols) {
 				if (r->acc_page_unknown)
-					nk__strbuf_printf(&list, " ?:%.0f", pct(r->acc_page_unknown, r->acc));
+					nk__strbuf_printf(&list, " ?:%.0f", nk__rep_pct(r->acc_page_unknown, r->acc));
 				char *t = nk__strbuf_take(&list);
 				if (t && t[0]) {
 					struct nk__strbuf line = { 0 };
@@ -322,7 +302,7 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 		shown++;
 		struct nk__strbuf t = { 0 };
 		nk__strbuf_printf(&t, "%s (%s, %s; in %zu of %zu ranks)", v->name, nk__an_kind_name(v->kind),
-				  fmt_size(v->size, s2, sizeof s2), v->n_per, j->n_ranks);
+				  nk__rep_size(v->size, s2, sizeof s2), v->n_per, j->n_ranks);
 		bullet_indent(b, 0, t.s ? t.s : "?");
 		free(t.s);
 		t = (struct nk__strbuf){ 0 };
@@ -575,41 +555,6 @@ static json_t *json_report(const struct nk__job *j)
 
 /* ---------------------------------------------------------------- HTML */
 
-static void hesc(struct nk__strbuf *b, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<':
-			nk__strbuf_printf(b, "&lt;");
-			break;
-		case '>':
-			nk__strbuf_printf(b, "&gt;");
-			break;
-		case '&':
-			nk__strbuf_printf(b, "&amp;");
-			break;
-		case '"':
-			nk__strbuf_printf(b, "&quot;");
-			break;
-		default:
-			nk__strbuf_printf(b, "%c", *s);
-		}
-	}
-}
-
-/* White to red (@p red: a remote share) or to blue (a share of accesses, neither good nor bad) by @p f in [0, 1]. */
-static void heat(struct nk__strbuf *b, double f, int red)
-{
-	if (!(f >= 0))
-		f = 0;
-	if (f > 1)
-		f = 1;
-	if (red)
-		nk__strbuf_printf(b, "rgb(250,%d,%d)", (int)lround(245 - 180 * f), (int)lround(240 - 200 * f));
-	else
-		nk__strbuf_printf(b, "rgb(%d,%d,250)", (int)lround(245 - 190 * f), (int)lround(248 - 130 * f));
-}
-
 /* The rank x page-node heat map of host @p h: % of each rank's accesses per node, and its remote share. */
 static void html_heatmap(struct nk__strbuf *b, const struct nk__job *j, const struct nk__job_host *h)
 {
@@ -619,7 +564,7 @@ static void html_heatmap(struct nk__strbuf *b, const struct nk__job *j, const st
 	int w = lw + nc * cw + 10, ht = th + (int)nr * cell + 6;
 	char s1[64];
 	nk__strbuf_printf(b, "<figure><figcaption>host ");
-	hesc(b, host_text(h->name));
+	nk__html_esc(b, host_text(h->name));
 	nk__strbuf_printf(b, ": %% of each rank's accesses by the node of the page, and the rank's remote share"
 			     "</figcaption><svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">", w, ht, w, ht);
 	for (int k = 0; k < nc; k++) {
@@ -650,7 +595,7 @@ static void html_heatmap(struct nk__strbuf *b, const struct nk__job *j, const st
 			}
 			nk__strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + k * cw, y, cw - 1,
 					  cell - 1);
-			heat(b, f, k == nc - 1);
+			nk__html_heat(b, f, k == nc - 1);
 			nk__strbuf_printf(b, "\"><title>rank %d, %s: %.1f%%%s%s</title></rect>", r->rank,
 					  k < h->n_nodes ? "pages on this node" : k == h->n_nodes ? "page node unknown" : "remote",
 					  100 * f, k == nc - 1 ? " " : "", k == nc - 1 ? share_text(&r->share, s1, sizeof s1) : "");
@@ -666,7 +611,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 {
 	char s1[64], s2[64];
 	nk__strbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>numakit job report: ");
-	hesc(b, j->program);
+	nk__html_esc(b, j->program);
 	nk__strbuf_printf(b, "</title>\n<style>\n"
 			     "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}\n"
 			     "h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}\n"
@@ -678,7 +623,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 			     ".differs{background:#fff3e0}svg text.ax{font-size:11px;fill:#333}svg text.v{font-size:10px;"
 			     "fill:#222}figure{margin:12px 0}figcaption{font-size:13px;margin-bottom:4px}\n"
 			     "</style></head><body>\n<h1>numakit job report: ");
-	hesc(b, j->program);
+	nk__html_esc(b, j->program);
 	nk__strbuf_printf(b, "</h1>\n");
 	if (!j->covered) {
 		nk__strbuf_printf(b, "<div class=\"banner\"><b>Incomplete profile:</b> the samples of some ranks do not cover "
@@ -686,7 +631,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		for (size_t i = 0; i < j->n_ranks; i++)
 			if (!j->ranks[i].covered) {
 				nk__strbuf_printf(b, "<li>rank %d: ", j->ranks[i].rank);
-				hesc(b, j->ranks[i].coverage ? j->ranks[i].coverage : "incomplete");
+				nk__html_esc(b, j->ranks[i].coverage ? j->ranks[i].coverage : "incomplete");
 				nk__strbuf_printf(b, "</li>");
 			}
 		nk__strbuf_printf(b, "</ul></div>\n");
@@ -698,10 +643,10 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 	nk__strbuf_printf(b, "<div class=\"card\">launcher<b>%s</b>", nk_launcher_name(j->launcher));
 	if (j->id) {
 		nk__strbuf_printf(b, "job ");
-		hesc(b, j->id);
+		nk__html_esc(b, j->id);
 	}
 	nk__strbuf_printf(b, "</div><div class=\"card\">sampler<b>");
-	hesc(b, j->sampler);
+	nk__html_esc(b, j->sampler);
 	nk__strbuf_printf(b, "</b></div><div class=\"card\">samples<b>%llu</b></div>", (unsigned long long)j->samples);
 	nk__strbuf_printf(b, "<div class=\"card\">remote<b>%s</b></div>", share_text(&j->share, s1, sizeof s1));
 	nk__strbuf_printf(b, "<div class=\"card\">longest rank<b>%.2f s</b></div></div>\n", (double)j->wall_ns / 1e9);
@@ -725,9 +670,9 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		for (size_t i = 0; i < j->n_ranks; i++)
 			if (j->ranks[i].differs) {
 				nk__strbuf_printf(b, "<li>rank %d (", j->ranks[i].rank);
-				hesc(b, host_text(j->ranks[i].host));
+				nk__html_esc(b, host_text(j->ranks[i].host));
 				nk__strbuf_printf(b, "): ");
-				hesc(b, j->ranks[i].differs);
+				nk__html_esc(b, j->ranks[i].differs);
 				nk__strbuf_printf(b, "</li>");
 			}
 		nk__strbuf_printf(b, "</ul>\n");
@@ -742,7 +687,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 	for (size_t i = 0; i < j->n_ranks; i++) {
 		const struct nk__job_rank *r = &j->ranks[i];
 		nk__strbuf_printf(b, "<tr%s><td>%d</td><td class=\"l\">", r->differs ? " class=\"differs\"" : "", r->rank);
-		hesc(b, host_text(r->host));
+		nk__html_esc(b, host_text(r->host));
 		if (r->local_rank >= 0)
 			nk__strbuf_printf(b, "</td><td>%d/%d</td>", r->local_rank, r->local_size);
 		else
@@ -759,7 +704,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		for (size_t k = 0; k < r->n_top; k++) {
 			const struct nk__job_var *v = &j->vars[r->top[k]];
 			nk__strbuf_printf(b, "%s", k ? "; " : "");
-			hesc(b, v->name);
+			nk__html_esc(b, v->name);
 			nk__strbuf_printf(b, " %s %s", share_text(&v->per[r->top_per[k]].share, s1, sizeof s1),
 					  nk__an_diag_name(v->per[r->top_per[k]].diag));
 		}
@@ -775,9 +720,9 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		if (!v->acc)
 			continue;
 		nk__strbuf_printf(b, "<tr><td class=\"l\">");
-		hesc(b, v->name);
+		nk__html_esc(b, v->name);
 		nk__strbuf_printf(b, "</td><td class=\"l\">%s</td><td>%s</td><td>%zu</td><td>%llu</td><td>%s</td><td class=\"l\">",
-				  nk__an_kind_name(v->kind), fmt_size(v->size, s2, sizeof s2), v->n_per,
+				  nk__an_kind_name(v->kind), nk__rep_size(v->size, s2, sizeof s2), v->n_per,
 				  (unsigned long long)v->acc, share_text(&v->share, s1, sizeof s1));
 		for (size_t i = 0; i < v->n_per && i < 64; i++) {
 			const struct nk__job_vrank *p = &v->per[i];
@@ -794,7 +739,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "</td><td class=\"l\">");
 		struct nk__strbuf d = { 0 };
 		diag_counts(&d, v);
-		hesc(b, d.s ? d.s : "");
+		nk__html_esc(b, d.s ? d.s : "");
 		free(d.s);
 		nk__strbuf_printf(b, "</td></tr>\n");
 	}
@@ -803,7 +748,7 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "<h2>Warnings</h2>\n<ul>");
 		for (size_t i = 0; i < j->n_warnings; i++) {
 			nk__strbuf_printf(b, "<li>");
-			hesc(b, j->warnings[i]);
+			nk__html_esc(b, j->warnings[i]);
 			nk__strbuf_printf(b, "</li>");
 		}
 		nk__strbuf_printf(b, "</ul>\n");
@@ -811,34 +756,26 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 	nk__strbuf_printf(b, "</body></html>\n");
 }
 
+static void text_form(const void *j, struct nk__strbuf *b)
+{
+	text_report(j, b);
+}
+
+static void html_form(const void *j, struct nk__strbuf *b)
+{
+	html_report(j, b);
+}
+
+static json_t *json_form(const void *j)
+{
+	return json_report(j);
+}
+
 int nk__job_report(const struct nk__job *j, int format, char **out, nk_error *err)
 {
+	static const struct nk__rep_forms forms = { text_form, html_form, json_form };
+
 	if (!j || !out)
 		return nk__error(err, NK_EINVAL, "nk_profile_report: NULL argument");
-	struct nk__strbuf b = { 0 };
-	switch (format) {
-	case NK_REPORT_TEXT:
-		text_report(j, &b);
-		break;
-	case NK_REPORT_HTML:
-		html_report(j, &b);
-		break;
-	case NK_REPORT_JSON: {
-		json_t *o = json_report(j);
-		char *s = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(o);
-		if (!s)
-			return nk__error(err, NK_ENOMEM, "job report: out of memory");
-		nk__strbuf_printf(&b, "%s\n", s);
-		free(s);
-		break;
-	}
-	default:
-		return nk__error(err, NK_EINVAL, "nk_profile_report: unknown format %d", format);
-	}
-	char *s = nk__strbuf_take(&b);
-	if (!s)
-		return nk__error(err, NK_ENOMEM, "job report: out of memory");
-	*out = s;
-	return 0;
+	return nk__rep_render(&forms, j, format, "job report", out, err);
 }

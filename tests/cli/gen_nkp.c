@@ -9,6 +9,7 @@
  *       combining runs (issue 13) hotspot-run2.nkp and advise-run2.nkp, the
  *       same runs in another process (pid 4343) with every address moved
  *       (as ASLR would), and other-program.nkp (hotspot of ./mesher); and
+ *       stretched.nkp (hotspot's, its pagefault rounds few and spaced out by the cost cap: not covered),
  *       dropped.nkp (hotspot's, its budget spent: samples dropped, so it
  *       does not cover the run).
  *       For job profiles (issue 14): DIR/job.nkp/rank-0.nkp .. rank-3.nkp, the
@@ -59,6 +60,7 @@ struct gen {
 	 * cluster per sample) and only "incomplete" keeps pagefault samples, to show the clustered case. */
 	const char *sampler;
 	uint64_t dropped; /* END: samples dropped because the budget was spent (dropped.nkp) */
+	int stretched;    /* END: the pagefault sampler's rounds spaced out by its cost cap, few (stretched.nkp) */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -272,12 +274,15 @@ static void finish(struct gen *g)
 	snprintf(buf, sizeof(buf),
 		 g->pd.complete ? "{\"complete\": true, \"how\": \"exit\", \"status\": 0, \"signal\": 0, \"time_ns\": "
 				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
-				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}"
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu%s}"
 				: "{\"complete\": false, \"how\": \"killed\", \"status\": 0, \"signal\": 9, \"time_ns\": "
 				  "2500000000, \"samples\": %zu, \"dropped\": %llu, \"budget\": %zu, \"budget_dropped\": "
-				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu}",
+				  "%llu, \"budget_spent_ns\": %llu, \"faults\": %zu%s}",
 		 g->pd.n_samples, (unsigned long long)g->dropped, g->pd.n_samples, (unsigned long long)g->dropped,
-		 g->dropped ? 410000000ull : 0ull, g->pd.n_samples);
+		 g->dropped ? 410000000ull : 0ull, g->pd.n_samples,
+		 g->stretched ? ", \"pagefault\": {\"faults\": 900, \"period_ns\": 410000000, \"rounds\": 7, "
+				"\"stretched\": 6}"
+			      : "");
 	free(g->pd.end_json);
 	g->pd.end_json = xstrdup(buf);
 }
@@ -320,6 +325,10 @@ static void build(struct gen *g, const char *what)
 	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
 		build_hotspot(g, 1);
 		g->dropped = 33600000;
+	}
+	else if (!strcmp(what, "stretched")) { /* 7 pagefault rounds in 2.5 s under the cost cap (issue 13) */
+		build_hotspot(g, 1);
+		g->stretched = 1;
 	}
 	else {
 		fprintf(stderr, "nk_gen_nkp: unknown profile %s\n", what);
@@ -439,8 +448,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char path[4096];
-	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise", "dropped" };
-	for (int i = 0; i < 5; i++) {
+	static const char *const names[] = { "hotspot", "incomplete", "onethread", "advise", "dropped", "stretched" };
+	for (int i = 0; i < 6; i++) {
 		build(&g, names[i]);
 		snprintf(path, sizeof(path), "%s/%s.nkp", argv[1], names[i]);
 		write_profile(&g, path, 0);

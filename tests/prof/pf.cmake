@@ -21,6 +21,6 @@ add_executable(pf_unit pf_unit.c $<TARGET_OBJECTS:numakit_prof_pf_obj>)
 target_compile_definitions(pf_unit PRIVATE _GNU_SOURCE NK_BUILDING_LIBRARY NK_PROF_RUNTIME)
 target_include_directories(pf_unit PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/preload/prof)
-target_link_libraries(pf_unit PRIVATE numakit_rtsupport Threads::Threads ${CMAKE_DL_LIBS})
+target_link_libraries(pf_unit PRIVATE numakit_rtsupport Threads::Threads ${CMAKE_DL_LIBS} m)
 add_test(NAME unit.prof.pf.unit COMMAND pf_unit)
 set_tests_properties(unit.prof.pf.unit PROPERTIES LABELS unit TIMEOUT 60)
