@@ -135,16 +135,17 @@ static int pat_build(const struct adv *c, size_t vi, int phase, uint64_t size, s
 	if (!p->r || !p->node_w)
 		return NK_ENOMEM;
 	p->npages = size ? (size + c->ps - 1) / c->ps : 0;
-	/* First touches say where pages were put, not who uses them: they are left out of the pattern
-	 * (unless they are all there is). */
+	/* First touches say where pages were put, not who uses them, and a site's initialisation and teardown
+	 * (nk__an_site_space) are not the loops its placement is for: they are left out of the pattern (unless
+	 * they are all there is). */
 	int uses = 0;
 	for (size_t k = c->vstart[vi]; k < c->vstart[vi + 1] && !uses; k++) {
 		const struct nk__an_sample *s = &a->attr[c->vidx[k]];
-		uses = (phase < 0 || s->phase == phase) && !s->first_touch && !s->init;
+		uses = (phase < 0 || s->phase == phase) && !s->first_touch && !s->init && !s->fini;
 	}
 	for (size_t k = c->vstart[vi]; k < c->vstart[vi + 1]; k++) {
 		const struct nk__an_sample *s = &a->attr[c->vidx[k]];
-		if ((phase >= 0 && s->phase != phase) || (uses && (s->first_touch || s->init)))
+		if ((phase >= 0 && s->phase != phase) || (uses && (s->first_touch || s->init || s->fini)))
 			continue;
 		int ni = s->cpu_node >= 0 ? nk__an_node_index(a, s->cpu_node) : -1;
 		if (ni < 0)

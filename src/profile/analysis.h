@@ -184,6 +184,8 @@ struct nk__an_sample {
 	uint8_t first_touch; /* 1: the access that first touched the page */
 	uint8_t init;        /* 1: a site of small blocks' initialisation (nk__an_site_space): an access by the
 			      * block's allocating thread before its next allocation at the site */
+	uint8_t fini;        /* 1: a site of small blocks' teardown (nk__an_site_space): an access by the thread
+			      * that allocated and frees the block, after its previous free at the site */
 };
 
 /** One run of a combined profile (nk__analysis.run_info). */

@@ -564,6 +564,7 @@ int nk__an_attribute_all(struct ctx *c)
 				as->access = sm->access;
 				as->first_touch = ip->ft;
 				as->init = 0;
+				as->fini = 0;
 			}
 			struct nk__an_var *av = &c->a->vars[v];
 			if (av->kind == NK__VAR_HEAP) { /* users of a heap variable, by accesses */

@@ -87,7 +87,8 @@ struct iprec {
 struct blk {
 	uint64_t lo, hi, born, died;
 	uint32_t site;
-	uint32_t tid;
+	uint32_t tid;  /* the allocating thread */
+	uint32_t ftid; /* the freeing thread (died < UINT64_MAX) */
 };
 
 struct ctx {
