@@ -172,6 +172,8 @@ static int check_plan(const char *plan_path, const char *machine_file)
 	nk_error err = { 0, "" };
 	int rc;
 
+	if ((rc = cli_check_input("advise", "--check", plan_path, 0)))
+		return rc;
 	rc = nk_advice_load(plan_path, &a, &err);
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
@@ -272,6 +274,14 @@ static int advise_source(const char *path, int json, const char *out, uint64_t m
 	int rc;
 
 	memset(&s, 0, sizeof s);
+	if ((rc = cli_check_input("advise", "--source", path, 0)))
+		return rc;
+	if (out) {
+		const char *in[] = { path, machine };
+		if ((rc = cli_check_output("advise", "-o", out)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, in, 2, NULL, NULL)))
+			return rc;
+	}
 	if (!srcadv_have_libclang()) {
 		cli_error("advise", "numakit was built without libclang (install libclang-dev and rebuild)");
 		return CLI_EXIT_USAGE;
@@ -436,6 +446,16 @@ int cli_cmd_advise(int argc, char **argv)
 	if (optind == argc)
 		return cli_usage_error("advise", "no profile given");
 	path = argv[optind];
+	for (int i = optind; i < argc; i++)
+		if ((rc = cli_check_input("advise", NULL, argv[i], CLI_INPUT_DIR)))
+			return rc;
+	if (out) {
+		if ((rc = cli_check_output("advise", "-o", out)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, (const char *const *)&argv[optind],
+					     (size_t)(argc - optind), NULL, NULL)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, &machine, 1, NULL, NULL)))
+			return rc;
+	}
 
 	nk_machine *m = NULL;
 	if (machine) {

@@ -75,7 +75,8 @@ const char cli_profile_usage[] =
 	"\n"
 	"Exit status: COMMAND's status (128+N when signal N killed it; with --runs,\n"
 	"that of the first run that failed); 1 the profile could not be made; 2 bad\n"
-	"usage.  See numakit-profile(1).\n";
+	"usage, or an output that is a folder or in a missing folder (checked before\n"
+	"the program runs).  See numakit-profile(1).\n";
 
 enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL, OPT_NO_JOB };
 
@@ -576,6 +577,14 @@ int cli_cmd_profile(int argc, char **argv)
 		o.output = job.path;
 		o.job = &job.pj;
 		o.pagefault_env = (const char *const *)job.pf_env;
+	}
+	/* Before the program runs: an output that cannot be written would cost the whole run and leave the
+	 * parts folder behind.  Under a launcher o.output is this rank's file in the job's folder. */
+	if ((rc = cli_check_output("profile", "--output", o.output)) ||
+	    (rc = cli_check_distinct("profile", "--output", o.output, (const char *const *)&argv[optind],
+				     strchr(argv[optind], '/') ? 1 : 0, NULL, NULL))) {
+		job_free(&job);
+		return rc;
 	}
 	int speak = !quiet && (!job.on || job.info.rank == 0);
 	ps.show = speak && isatty(STDERR_FILENO);

@@ -896,6 +896,15 @@ int cli_cmd_run(int argc, char **argv)
 		rc = cli_usage_error("run", "--log needs --plan");
 		goto out;
 	}
+	if (o.plan && (rc = cli_check_input("run", "--plan", o.plan, 0)))
+		goto out;
+	if (o.log) {
+		/* --log truncates its file when the program starts: never the plan's or the machine's */
+		const char *in[] = { o.plan, o.src.kind == NK_SOURCE_FILE || o.src.kind == NK_SOURCE_XML ? o.src.arg : NULL };
+		if ((rc = cli_check_output("run", "--log", o.log)) ||
+		    (rc = cli_check_distinct("run", "--log", o.log, in, 2, NULL, NULL)))
+			goto out;
+	}
 	if (o.src.kind >= 0 && !o.dry_run) {
 		rc = cli_usage_error("run", "%s needs --dry-run: a policy can only be set on this machine", o.src.opt);
 		goto out;
