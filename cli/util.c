@@ -429,10 +429,39 @@ int cli_same_file(const char *a, const char *b)
 	return same;
 }
 
+/*
+ * A job's profile is a folder of rank-R.nkp files (numakit profile under a launcher): an output named
+ * like one of them inside an input folder would replace a rank's profile, or add a rank to the job.
+ */
+static int in_job_folder(const char *out, const char *input)
+{
+	struct stat st;
+	const char *slash = strrchr(out, '/'), *name = slash ? slash + 1 : out;
+	size_t len = strlen(name);
+	char *dir, *real_dir = NULL, *real_in = NULL;
+	int inside;
+
+	if (stat(input, &st) || !S_ISDIR(st.st_mode) || strncmp(name, "rank-", 5) || len < 9 ||
+	    strcmp(name + len - 4, ".nkp"))
+		return 0;
+	dir = folder_of(out);
+	inside = dir && (real_dir = realpath(dir, NULL)) && (real_in = realpath(input, NULL)) &&
+		 !strcmp(real_dir, real_in);
+	free(real_in);
+	free(real_dir);
+	free(dir);
+	return inside;
+}
+
 int cli_check_distinct(const char *cmd, const char *opt, const char *out, const char *const *inputs, size_t n,
 		       const char *other_opt, const char *other)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (inputs[i] && in_job_folder(out, inputs[i])) {
+			cli_error(cmd, "%s %s is named as a rank's profile inside the job %s, whose rank files it "
+				  "would replace or join (give another output file)", opt, out, inputs[i]);
+			return CLI_EXIT_USAGE;
+		}
 		if (inputs[i] && cli_same_file(out, inputs[i])) {
 			cli_error(cmd, "%s %s names the same file as the input %s: refusing to overwrite it (give another output file)", opt,
 				  out, inputs[i]);
