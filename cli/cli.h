@@ -104,7 +104,8 @@ int cli_same_file(const char *a, const char *b);
 /**
  * Refuse an output that names the same file as one of @p n inputs (or as @p other, another output of
  * the same command, when not NULL; @p other_opt names it), or a rank-R.nkp file inside an input that is
- * a job's folder: one line naming both, CLI_EXIT_USAGE.  NULL inputs are skipped.
+ * a job's folder: one line naming both, CLI_EXIT_USAGE.  NULL inputs are skipped; an output that exists
+ * and is not a regular file (/dev/null, /dev/stdout) is not checked.
  */
 int cli_check_distinct(const char *cmd, const char *opt, const char *out, const char *const *inputs, size_t n,
 		       const char *other_opt, const char *other);

@@ -456,6 +456,12 @@ static int in_job_folder(const char *out, const char *input)
 int cli_check_distinct(const char *cmd, const char *opt, const char *out, const char *const *inputs, size_t n,
 		       const char *other_opt, const char *other)
 {
+	struct stat st;
+
+	/* /dev/null, /dev/stdout, a fifo: writing one twice destroys nothing (inputs of that kind are
+	 * refused by cli_check_input) */
+	if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		if (inputs[i] && in_job_folder(out, inputs[i])) {
 			cli_error(cmd, "%s %s is named as a rank's profile inside the job %s, whose rank files it "

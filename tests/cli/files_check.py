@@ -100,6 +100,8 @@ def main():
         assert rc == 0 and os.path.isfile(os.path.join(d, "r.html")), (rc, err)
         rc, out, err = run(numakit, report_data, "report", "job.nkp")
         assert rc == 0, (rc, err)
+        rc, out, err = run(numakit, d, "report", "--html", "/dev/null", "--sharing", "/dev/null", "hotspot.nkp")
+        assert rc == 0, ("two outputs to /dev/null destroy nothing", rc, err)
     print("files_check: ok")
     return 0
 
