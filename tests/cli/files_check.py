@@ -19,8 +19,8 @@ import sys
 import tempfile
 
 
-def run(numakit, cwd, *args, timeout=30):
-    p = subprocess.run([numakit, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def run(numakit, cwd, *args, timeout=30, env=None):
+    p = subprocess.run([numakit, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -29,8 +29,8 @@ def digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def refused(numakit, cwd, args, *words):
-    rc, out, err = run(numakit, cwd, *args)
+def refused(numakit, cwd, args, *words, env=None):
+    rc, out, err = run(numakit, cwd, *args, env=env)
     assert rc == 2, "%s: exit %d, expected 2\n%s%s" % (" ".join(args), rc, out, err)
     assert err.count("\n") == 1, "one line: %r" % err
     for w in words:
@@ -71,6 +71,9 @@ def main():
         refused(numakit, d, ["run", "--plan", "run-plan-good.json", "--log", "./run-plan-good.json", "--", "true"],
                 "--log")
         refused(numakit, d, ["profile", "-o", "./prog.sh", "--", os.path.join(d, "prog.sh")], "prog.sh")
+        # the program found along PATH, as the profiler will run it
+        refused(numakit, os.path.join(d, "sub"), ["profile", "-o", "../prog.sh", "--", "prog.sh"], "prog.sh",
+                env=dict(os.environ, PATH=d + ":" + os.environ.get("PATH", "/usr/bin:/bin")))
         after = {f: digest(os.path.join(d, f)) for f in before}
         assert before == after, "an input changed: %r" % after
         assert not os.path.exists(os.path.join(d, "r.html")), "report wrote before refusing"
