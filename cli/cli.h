@@ -74,6 +74,42 @@ int cli_bad_option(const char *cmd, int ret, char **argv);
 #define CLI_MACHINE_INPUT 1
 int cli_exit_status(int code, int flags);
 
+/* ---- the user's files: checked before any work (util.c) ---- */
+
+/** What a file that is not a regular file is, for messages: "a folder", "a character device", ... */
+const char *cli_file_kind(unsigned mode);
+
+/**
+ * An input file the command reads (a profile, plan, machine file): it must exist and be a regular file
+ * (with @p allow_dir also a folder: a job's profile).  Devices, fifos and sockets are refused up front,
+ * so that `numakit report /dev/zero` does not read gigabytes before refusing.  0, or CLI_EXIT_USAGE with
+ * one line naming @p opt (NULL: none) and the file.  A missing file is left to the reader, whose message
+ * is the documented one.
+ */
+#define CLI_INPUT_DIR 1
+int cli_check_input(const char *cmd, const char *opt, const char *path, int flags);
+
+/**
+ * An output file the command will write, checked before any work: it is not a folder, its folder exists
+ * and is writable, and an existing file is writable.  0, or CLI_EXIT_USAGE with one line naming @p opt.
+ */
+int cli_check_output(const char *cmd, const char *opt, const char *path);
+
+/**
+ * Whether @p a and @p b name the same file: by identity (st_dev, st_ino) when both exist, else by the
+ * real path of their folder plus their name (so "./p.nkp" and "p.nkp", or a symlink, match).
+ */
+int cli_same_file(const char *a, const char *b);
+
+/**
+ * Refuse an output that names the same file as one of @p n inputs (or as @p other, another output of
+ * the same command, when not NULL; @p other_opt names it), or a rank-R.nkp file inside an input that is
+ * a job's folder: one line naming both, CLI_EXIT_USAGE.  NULL inputs are skipped; an output that exists
+ * and is not a regular file (/dev/null, /dev/stdout) is not checked.
+ */
+int cli_check_distinct(const char *cmd, const char *opt, const char *out, const char *const *inputs, size_t n,
+		       const char *other_opt, const char *other);
+
 /** Flush stdout; on a write error (full disk, closed pipe) report it and return CLI_EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd, int status);
 

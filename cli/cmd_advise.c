@@ -68,12 +68,13 @@ const char cli_advise_usage[] =
 	"                     version 1, docs/source-advisor.md), the diff included\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 success (the plan is OK); 1 runtime failure, or the plan\n"
-	"given to --check is not valid for the machine; 2 bad usage or bad input\n"
-	"(missing or corrupt profile, plan file or machine file; a profile with too\n"
-	"few samples to decide anything, or one that does not cover the whole run\n"
-	"without --force; a source file that is missing or does not\n"
-	"parse, or numakit built without libclang).\n"
+	"Exit status: 0 success (the plan is OK); 1 runtime failure; 2 bad usage or\n"
+	"bad input (missing or corrupt profile or machine file; a plan given to\n"
+	"--check that is missing, corrupt or not valid for the machine, as for\n"
+	"`run --plan`; an output that is a folder, in a missing folder or an input;\n"
+	"a profile with too few samples to decide anything, or one that does not\n"
+	"cover the whole run without --force; a source file that is missing or does\n"
+	"not parse, or numakit built without libclang).\n"
 	"See numakit-advise(1).\n";
 
 static int write_text(const char *path, const char *text, int newline)
@@ -172,11 +173,13 @@ static int check_plan(const char *plan_path, const char *machine_file)
 	nk_error err = { 0, "" };
 	int rc;
 
+	if ((rc = cli_check_input("advise", "--check", plan_path, 0)))
+		return rc;
 	rc = nk_advice_load(plan_path, &a, &err);
 	if (rc) {
 		cli_error("advise", "%s", err.message[0] ? err.message : nk_strerror(rc));
-		/* a plan that is there but wrong is the answer to --check; a missing one is bad input */
-		return rc == NK_ENOENT || rc == NK_EIO ? CLI_EXIT_USAGE : rc == NK_ENOMEM ? CLI_EXIT_FAIL : 1;
+		/* a plan that does not parse is bad input, as for `run --plan` and `whatif --plan` */
+		return cli_exit_status(rc, 0);
 	}
 	if (machine_file && (rc = cli_source_set(&src, "advise", NK_SOURCE_FILE, "--machine", machine_file))) {
 		nk_advice_free(a);
@@ -189,7 +192,8 @@ static int check_plan(const char *plan_path, const char *machine_file)
 	rc = nk_advice_check(a, m, &err);
 	if (rc) {
 		cli_error("advise", "%s: %s", plan_path, err.message[0] ? err.message : nk_strerror(rc));
-		rc = rc == NK_ENOMEM ? CLI_EXIT_FAIL : 1;
+		/* a plan that does not fit the machine is bad input, as for `run --plan` */
+		rc = cli_exit_status(rc, CLI_MACHINE_INPUT);
 	} else {
 		size_t n = nk_advice_num_entries(a);
 		printf("%s: OK for %s (%zu entr%s)\n", plan_path, machine_file ? machine_file : "this machine", n,
@@ -272,6 +276,14 @@ static int advise_source(const char *path, int json, const char *out, uint64_t m
 	int rc;
 
 	memset(&s, 0, sizeof s);
+	if ((rc = cli_check_input("advise", "--source", path, 0)))
+		return rc;
+	if (out) {
+		const char *in[] = { path, machine };
+		if ((rc = cli_check_output("advise", "-o", out)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, in, 2, NULL, NULL)))
+			return rc;
+	}
 	if (!srcadv_have_libclang()) {
 		cli_error("advise", "numakit was built without libclang (install libclang-dev and rebuild)");
 		return CLI_EXIT_USAGE;
@@ -436,6 +448,16 @@ int cli_cmd_advise(int argc, char **argv)
 	if (optind == argc)
 		return cli_usage_error("advise", "no profile given");
 	path = argv[optind];
+	for (int i = optind; i < argc; i++)
+		if ((rc = cli_check_input("advise", NULL, argv[i], CLI_INPUT_DIR)))
+			return rc;
+	if (out) {
+		if ((rc = cli_check_output("advise", "-o", out)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, (const char *const *)&argv[optind],
+					     (size_t)(argc - optind), NULL, NULL)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, &machine, 1, NULL, NULL)))
+			return rc;
+	}
 
 	nk_machine *m = NULL;
 	if (machine) {

@@ -385,6 +385,19 @@ int cli_cmd_bench(int argc, char **argv)
 			return cli_usage_error(CMD, "--machine shows saved measurements; it takes no measuring options");
 		return cli_finish_stdout(CMD, show_saved(&bo));
 	}
+	if (bo.save) { /* before measuring: a file that cannot be written must not cost the run */
+		char *dflt = bo.save_path ? NULL : cli_default_machine_file(1);
+		int bad;
+
+		if (!bo.save_path && !dflt) {
+			cli_error(CMD, "out of memory");
+			return CLI_EXIT_FAIL;
+		}
+		bad = cli_check_output(CMD, "--save", bo.save_path ? bo.save_path : dflt);
+		free(dflt);
+		if (bad)
+			return bad;
+	}
 
 	nk_bench_options_init(&o);
 	o.quick = bo.quick;

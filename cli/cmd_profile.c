@@ -75,7 +75,8 @@ const char cli_profile_usage[] =
 	"\n"
 	"Exit status: COMMAND's status (128+N when signal N killed it; with --runs,\n"
 	"that of the first run that failed); 1 the profile could not be made; 2 bad\n"
-	"usage.  See numakit-profile(1).\n";
+	"usage, or an output that is a folder or in a missing folder (checked before\n"
+	"the program runs).  See numakit-profile(1).\n";
 
 enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL, OPT_NO_JOB };
 
@@ -289,6 +290,37 @@ static void remove_stale(const char *dir, int size, int width, int quiet)
 	if (removed && !quiet)
 		fprintf(stderr, "profile: removed %d rank file%s of an earlier job from %s\n", removed,
 			removed == 1 ? "" : "s", dir);
+}
+
+/*
+ * The program as the library will run it (nk__os_find_program: a name with a slash as is, else the
+ * first executable regular file along PATH, an empty element the current folder), so that -o naming it
+ * is refused however it was spelt.  malloc'ed; NULL when not found or on ENOMEM (the library then says
+ * what is wrong).
+ */
+static char *find_program(const char *name)
+{
+	const char *path_var = getenv("PATH");
+	struct stat st;
+
+	if (strchr(name, '/'))
+		return strdup(name);
+	if (!path_var || !*path_var)
+		path_var = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path_var;;) {
+		const char *end = strchr(p, ':');
+		int dlen = end ? (int)(end - p) : (int)strlen(p);
+		char *cand = NULL;
+
+		if (asprintf(&cand, "%.*s/%s", dlen ? dlen : 1, dlen ? p : ".", name) < 0)
+			return NULL;
+		if (!stat(cand, &st) && S_ISREG(st.st_mode) && !access(cand, X_OK))
+			return cand;
+		free(cand);
+		if (!end)
+			return NULL;
+		p = end + 1;
+	}
 }
 
 /* Find the launcher; under one, make the job's folder and name this rank's profile.  0, or an exit status. */
@@ -577,6 +609,16 @@ int cli_cmd_profile(int argc, char **argv)
 		o.job = &job.pj;
 		o.pagefault_env = (const char *const *)job.pf_env;
 	}
+	/* Before the program runs: an output that cannot be written would cost the whole run and leave the
+	 * parts folder behind.  Under a launcher o.output is this rank's file in the job's folder. */
+	char *prog = find_program(argv[optind]);
+	if ((rc = cli_check_output("profile", "--output", o.output)) ||
+	    (rc = cli_check_distinct("profile", "--output", o.output, (const char *const *)&prog, 1, NULL, NULL))) {
+		free(prog);
+		job_free(&job);
+		return rc;
+	}
+	free(prog);
 	int speak = !quiet && (!job.on || job.info.rank == 0);
 	ps.show = speak && isatty(STDERR_FILENO);
 	o.progress = on_progress;

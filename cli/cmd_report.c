@@ -43,10 +43,11 @@ const char cli_report_usage[] =
 	"                   `numakit run --pin sharing:OUT`\n"
 	"  -h, --help       show this help\n"
 	"\n"
-	"Exit status: 0 success, 1 runtime failure (out of memory, cannot write an\n"
-	"output), 2 bad usage or bad input (missing, corrupt or truncated profile,\n"
+	"Exit status: 0 success, 1 runtime failure (out of memory, writing an output\n"
+	"failed), 2 bad usage or bad input (missing, corrupt or truncated profile,\n"
 	"no sharing matrix in a profile with fewer than two threads or a job,\n"
-	"files that are not one job).\n"
+	"files that are not one job; an output that is a folder, in a missing\n"
+	"folder or one of the profiles, checked before any work).\n"
 	"See numakit-report(1).\n";
 
 static int write_out(const char *path, const char *text)
@@ -103,6 +104,18 @@ int cli_cmd_report(int argc, char **argv)
 	path = argv[optind];
 	if ((html && !*html) || (sharing && !*sharing))
 		return cli_usage_error("report", "empty output file name");
+	/* before any work: a report must not overwrite a profile, and a bad output must not cost the analysis */
+	const char *const *in = (const char *const *)&argv[optind];
+	size_t nin = (size_t)(argc - optind);
+	for (size_t i = 0; i < nin; i++)
+		if ((rc = cli_check_input("report", NULL, in[i], CLI_INPUT_DIR)))
+			return rc;
+	if (html && ((rc = cli_check_output("report", "--html", html)) ||
+		     (rc = cli_check_distinct("report", "--html", html, in, nin, "--sharing", sharing))))
+		return rc;
+	if (sharing && ((rc = cli_check_output("report", "--sharing", sharing)) ||
+			(rc = cli_check_distinct("report", "--sharing", sharing, in, nin, NULL, NULL))))
+		return rc;
 
 	rc = nk_profile_load_many((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {

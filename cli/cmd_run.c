@@ -103,6 +103,7 @@ struct run_opts {
 	size_t ncpus;
 	const char *pin;
 	int threads; /* --threads, 0 = not given */
+	int threads_from_plan; /* threads is the plan's pin.threads, not --threads */
 	int dry_run;
 	struct cli_source src;
 	const char *plan;   /* --plan FILE */
@@ -240,8 +241,10 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 		goto out;
 	}
 	o->pin = o->pin_owned;
-	if (!o->threads && threads > 0 && !getenv("OMP_NUM_THREADS"))
+	if (!o->threads && threads > 0 && !getenv("OMP_NUM_THREADS")) {
 		o->threads = threads;
+		o->threads_from_plan = 1;
+	}
 out:
 	free(spec);
 	free(sharing);
@@ -496,6 +499,33 @@ static int strcaseeq_trim(const char *a, const char *b)
 }
 
 /*
+ * OMP_PLACES lists one place per thread, so a large team makes it long: the kernel refuses an
+ * environment string above MAX_ARG_STRLEN (32 pages, 128 KiB with 4 KiB pages) and all of argv and
+ * the environment above ARG_MAX (sysconf: a quarter of the stack limit), and execve would then fail
+ * with E2BIG after everything was set up ("Argument list too long", exit 126).  Refused here instead,
+ * naming what chose the team size.  0 or CLI_EXIT_USAGE (message printed).
+ */
+static int places_fit(const char *places, int threads, const char *why)
+{
+	long page = sysconf(_SC_PAGESIZE), arg_max = sysconf(_SC_ARG_MAX);
+	size_t one = strlen("OMP_PLACES=") + strlen(places) + 1, max_one = (size_t)(page > 0 ? page : 4096) * 32;
+	size_t all = one + 2 * sizeof(char *);
+
+	if (one > max_one)
+		return cli_usage_error("run", "--pin: %d threads (%s) make OMP_PLACES %zu bytes long, more than the "
+				       "%zu the kernel takes for one environment variable: use fewer threads", threads,
+				       why, one, max_one);
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "OMP_PLACES=", 11))
+			all += strlen(*e) + 1 + sizeof(char *);
+	if (arg_max > 0 && all > (size_t)arg_max)
+		return cli_usage_error("run", "--pin: %d threads (%s) make the environment %zu bytes long with "
+				       "OMP_PLACES, more than the %ld the kernel takes for a program's arguments and "
+				       "environment: use fewer threads", threads, why, all, arg_max);
+	return 0;
+}
+
+/*
  * Compute the placement of --pin on @p m and what the OpenMP runtime must be
  * told; o->cpus becomes the placement's cpus (the process cpu set).
  * Returns 0 or an exit status (message printed).
@@ -542,6 +572,11 @@ static int prepare_pin(struct run_opts *o, const nk_machine *m, struct pin_plan 
 	if ((v = getenv("OMP_PLACES")) && strcmp(v, pp->places)) {
 		free(all);
 		return cli_usage_error("run", "--pin: OMP_PLACES=%s is set; --pin sets it: unset it", v);
+	}
+	if ((rc = places_fit(pp->places, k, o->threads ? (o->threads_from_plan ? "the plan's pinning" : "--threads") :
+					    from_env ? "OMP_NUM_THREADS" : "one per cpu"))) {
+		free(all);
+		return rc;
 	}
 	/* the process cpu set: the placement's cpus, increasing and distinct */
 	nk_placement_cpus(pp->pl, all, (size_t)k);
@@ -895,6 +930,15 @@ int cli_cmd_run(int argc, char **argv)
 	if (o.log && !o.plan) {
 		rc = cli_usage_error("run", "--log needs --plan");
 		goto out;
+	}
+	if (o.plan && (rc = cli_check_input("run", "--plan", o.plan, 0)))
+		goto out;
+	if (o.log) {
+		/* --log truncates its file when the program starts: never the plan's or the machine's */
+		const char *in[] = { o.plan, o.src.kind == NK_SOURCE_FILE || o.src.kind == NK_SOURCE_XML ? o.src.arg : NULL };
+		if ((rc = cli_check_output("run", "--log", o.log)) ||
+		    (rc = cli_check_distinct("run", "--log", o.log, in, 2, NULL, NULL)))
+			goto out;
 	}
 	if (o.src.kind >= 0 && !o.dry_run) {
 		rc = cli_usage_error("run", "%s needs --dry-run: a policy can only be set on this machine", o.src.opt);

@@ -909,6 +909,12 @@ static int parse_args(int argc, char **argv, struct topo_opts *o)
 		return cli_usage_error("topo", "unexpected argument '%s'", argv[optind]);
 	if (o->save && !*o->save)
 		return cli_usage_error("topo", "--save needs a file name");
+	if (o->save) {
+		const char *in = o->src.kind == NK_SOURCE_FILE || o->src.kind == NK_SOURCE_XML ? o->src.arg : NULL;
+		if ((rc = cli_check_output("topo", "--save", o->save)) ||
+		    (rc = cli_check_distinct("topo", "--save", o->save, &in, 1, NULL, NULL)))
+			return rc;
+	}
 	return 0;
 }
 

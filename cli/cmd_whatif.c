@@ -135,6 +135,11 @@ int cli_cmd_whatif(int argc, char **argv)
 		}
 	}
 
+	for (int i = optind; i < argc; i++)
+		if ((status = cli_check_input("whatif", NULL, argv[i], CLI_INPUT_DIR)))
+			goto out;
+	if (plan_path && (status = cli_check_input("whatif", "--plan", plan_path, 0)))
+		goto out;
 	rc = nk_profile_load_pooled((const char *const *)&argv[optind], (size_t)(argc - optind), &p, &err);
 	if (rc) {
 		cli_error("whatif", "%s", err.message[0] ? err.message : nk_strerror(rc));

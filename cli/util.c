@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,9 @@ int cli_load_machine(const struct cli_source *src, const char *cmd, nk_machine *
 	nk_error err = { 0, "" };
 	int rc;
 
+	if ((src->kind == NK_SOURCE_FILE || src->kind == NK_SOURCE_XML) &&
+	    (rc = cli_check_input(cmd, src->opt, src->arg, 0)))
+		return rc;
 	switch (src->kind) {
 	case NK_SOURCE_FSROOT:
 		rc = nk_machine_load_fsroot(src->arg, out, &err);
@@ -293,5 +297,187 @@ int cli_parse_size(const char *s, uint64_t *out)
 	if (*end || (shift && v > (~0ull >> shift)))
 		return -1;
 	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* ---- the user's files ---- */
+
+const char *cli_file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a folder";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFIFO: return "a fifo (named pipe)";
+	case S_IFSOCK: return "a socket";
+	default: return "not a regular file";
+	}
+}
+
+/* "opt path" or "path", for messages. */
+static const char *named(char *buf, size_t cap, const char *opt, const char *path)
+{
+	if (opt)
+		snprintf(buf, cap, "%s %s", opt, path);
+	else
+		snprintf(buf, cap, "%s", path);
+	return buf;
+}
+
+int cli_check_input(const char *cmd, const char *opt, const char *path, int flags)
+{
+	struct stat st;
+	char what[PATH_MAX + 64];
+
+	if (stat(path, &st))
+		return 0; /* missing or unreadable: the reader says so, in its words */
+	if (S_ISREG(st.st_mode) || (S_ISDIR(st.st_mode) && (flags & CLI_INPUT_DIR)))
+		return 0;
+	cli_error(cmd, "%s is %s, not a file to read", named(what, sizeof what, opt, path), cli_file_kind(st.st_mode));
+	return CLI_EXIT_USAGE;
+}
+
+/* The folder of @p path ("." when it has none), malloc'ed; NULL on ENOMEM. */
+static char *folder_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+int cli_check_output(const char *cmd, const char *opt, const char *path)
+{
+	struct stat st;
+	char what[PATH_MAX + 64];
+	char *dir;
+	int rc = 0;
+
+	named(what, sizeof what, opt, path);
+	if (!*path) {
+		cli_error(cmd, "%s: empty file name", opt ? opt : "output");
+		return CLI_EXIT_USAGE;
+	}
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			cli_error(cmd, "%s is a folder: give a file name", what);
+			return CLI_EXIT_USAGE;
+		}
+		if (access(path, W_OK)) {
+			cli_error(cmd, "%s: cannot write it: %s", what, strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (path[strlen(path) - 1] == '/') {
+		cli_error(cmd, "%s names a folder: give a file name", what);
+		return CLI_EXIT_USAGE;
+	}
+	dir = folder_of(path);
+	if (!dir) {
+		cli_error(cmd, "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	if (stat(dir, &st)) {
+		cli_error(cmd, "%s: the folder %s %s", what, dir,
+			  errno == ENOENT ? "does not exist" : strerror(errno));
+		rc = CLI_EXIT_USAGE;
+	} else if (!S_ISDIR(st.st_mode)) {
+		cli_error(cmd, "%s: %s is %s, not a folder", what, dir, cli_file_kind(st.st_mode));
+		rc = CLI_EXIT_USAGE;
+	} else if (access(dir, W_OK | X_OK)) {
+		cli_error(cmd, "%s: cannot write in the folder %s: %s", what, dir, strerror(errno));
+		rc = CLI_EXIT_USAGE;
+	}
+	free(dir);
+	return rc;
+}
+
+/* realpath of the folder + "/" + the last name; NULL when the folder cannot be resolved. */
+static char *canonical(const char *path)
+{
+	char *dir = folder_of(path), *real = NULL, *out = NULL;
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+
+	if (dir && (real = realpath(dir, NULL)) != NULL &&
+	    asprintf(&out, "%s/%s", strcmp(real, "/") ? real : "", name) < 0)
+		out = NULL;
+	free(real);
+	free(dir);
+	return out;
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char *ca, *cb;
+	int same;
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	ca = canonical(a);
+	cb = canonical(b);
+	same = ca && cb && !strcmp(ca, cb);
+	if (!ca || !cb)
+		same = !strcmp(a, b);
+	free(ca);
+	free(cb);
+	return same;
+}
+
+/*
+ * A job's profile is a folder of rank-R.nkp files (numakit profile under a launcher): an output named
+ * like one of them inside an input folder would replace a rank's profile, or add a rank to the job.
+ */
+static int in_job_folder(const char *out, const char *input)
+{
+	struct stat st;
+	const char *slash = strrchr(out, '/'), *name = slash ? slash + 1 : out;
+	size_t len = strlen(name);
+	char *dir, *real_dir = NULL, *real_in = NULL;
+	int inside;
+
+	if (stat(input, &st) || !S_ISDIR(st.st_mode) || strncmp(name, "rank-", 5) || len < 9 ||
+	    strcmp(name + len - 4, ".nkp"))
+		return 0;
+	dir = folder_of(out);
+	inside = dir && (real_dir = realpath(dir, NULL)) && (real_in = realpath(input, NULL)) &&
+		 !strcmp(real_dir, real_in);
+	free(real_in);
+	free(real_dir);
+	free(dir);
+	return inside;
+}
+
+int cli_check_distinct(const char *cmd, const char *opt, const char *out, const char *const *inputs, size_t n,
+		       const char *other_opt, const char *other)
+{
+	struct stat st;
+
+	/* /dev/null, /dev/stdout, a fifo: writing one twice destroys nothing (inputs of that kind are
+	 * refused by cli_check_input) */
+	if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (inputs[i] && in_job_folder(out, inputs[i])) {
+			cli_error(cmd, "%s %s is named as a rank's profile inside the job %s, whose rank files it "
+				  "would replace or join (give another output file)", opt, out, inputs[i]);
+			return CLI_EXIT_USAGE;
+		}
+		if (inputs[i] && cli_same_file(out, inputs[i])) {
+			cli_error(cmd, "%s %s names the same file as the input %s: refusing to overwrite it (give another output file)", opt,
+				  out, inputs[i]);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (other && cli_same_file(out, other)) {
+		cli_error(cmd, "%s %s and %s %s are the same file: give each output its own", opt, out, other_opt,
+			  other);
+		return CLI_EXIT_USAGE;
+	}
 	return 0;
 }
