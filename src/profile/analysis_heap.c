@@ -219,6 +219,22 @@ static long block_at(const struct proc_ctx *pc, uint64_t lo, uint64_t t)
 	return best;
 }
 
+/* The slot of thread @p tid among the @p *nt of @p tt (at most @p cap): a new one (*fresh 1) when it has
+ * none, @p cap when all are taken. */
+static size_t thread_slot(uint32_t *tt, size_t *nt, size_t cap, uint32_t tid, int *fresh)
+{
+	size_t q = 0;
+	while (q < *nt && tt[q] != tid)
+		q++;
+	*fresh = q == *nt;
+	if (q == *nt) {
+		if (*nt == cap)
+			return cap;
+		tt[(*nt)++] = tid;
+	}
+	return q;
+}
+
 int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t attr0)
 {
 	struct nk__analysis *a = c->a;
@@ -285,16 +301,13 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 				if (k == n)
 					break;
 			}
-			uint32_t tid = pc->blks[o[k].i].tid;
-			size_t q = 0;
-			while (q < nt && tt[q] != tid)
-				q++;
-			if (q == nt) {
-				if (nt == TT)
-					continue;
-				tt[nt] = tid;
-				gap[nt] = 0;
-				prev[nt++] = k;
+			int fresh;
+			size_t q = thread_slot(tt, &nt, TT, pc->blks[o[k].i].tid, &fresh);
+			if (q == TT)
+				continue;
+			if (fresh) {
+				gap[q] = 0;
+				prev[q] = k;
 				continue;
 			}
 			init_end[o[prev[q]].i] = o[k].born;
@@ -332,17 +345,14 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 				if (k == nf)
 					break;
 			}
-			uint32_t tid = pc->blks[o[k].i].tid;
-			size_t q = 0;
-			while (q < nt && tt[q] != tid)
-				q++;
-			if (q == nt) {
-				if (nt == TT)
-					continue;
-				tt[nt] = tid;
-				first[nt] = k;
-				last[nt] = o[k].born;
-				nfree[nt++] = 1;
+			int fresh;
+			size_t q = thread_slot(tt, &nt, TT, pc->blks[o[k].i].tid, &fresh);
+			if (q == TT)
+				continue;
+			if (fresh) {
+				first[q] = k;
+				last[q] = o[k].born;
+				nfree[q] = 1;
 				continue;
 			}
 			if (nfree[q]++ == 1) { /* the first free's window: as long as the gap to the second */
