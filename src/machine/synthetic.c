@@ -202,6 +202,19 @@ static int tokenize(char *s, struct syn_desc *d, nk_error *err)
 	return 0;
 }
 
+/* No distance from a node to another below its distance to itself: memory elsewhere is never nearer
+ * (ACPI's SLIT: 10 to itself, more to others; the kernel and hwloc take what they are given). */
+static int check_dist(const char *tok, int n, const int *dist, nk_error *err)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (i != j && dist[i * n + j] < dist[i * n + i])
+				return syn_fail(err, NK_EPARSE, tok, "from node index %d to %d: distance %d is below "
+						"its distance to itself, %d (a remote distance is at least the local one)",
+						i, j, dist[i * n + j], dist[i * n + i]);
+	return 0;
+}
+
 /* dist=L:R (uniform) or dist=a,b,c/d,e,f/... (full matrix, row = from, index order). */
 static int parse_dist(const struct syn_desc *d, int n, int *dist, nk_error *err)
 {
@@ -216,7 +229,7 @@ static int parse_dist(const struct syn_desc *d, int n, int *dist, nk_error *err)
 		for (int i = 0; i < n; i++)
 			for (int j = 0; j < n; j++)
 				dist[i * n + j] = (int)(i == j ? x : y);
-		return 0;
+		return check_dist(tok, n, dist, err);
 	}
 
 	long rows = 1;
@@ -248,7 +261,7 @@ static int parse_dist(const struct syn_desc *d, int n, int *dist, nk_error *err)
 		}
 		p = re + 1;
 	}
-	return 0;
+	return check_dist(tok, n, dist, err);
 }
 
 /* A list of OS ids that must all name existing cpus (is_cpu) or nodes. */
@@ -335,6 +348,14 @@ static int build(const struct syn_desc *d, struct nk_machine *m, nk_error *err)
 			goto out;
 		}
 		ncpu_nodes += !cpuless[i];
+	}
+	long nmem_nodes = 0;
+	for (long i = 0; i < n; i++)
+		nmem_nodes += !memless[i];
+	if (!nmem_nodes) {
+		rc = syn_fail(err, NK_EPARSE, d->tok[K_MEMLESS], "every node is memless: a machine needs memory on one "
+				"node at least");
+		goto out;
 	}
 	if (cores == 0 && ncpu_nodes) {
 		rc = syn_fail(err, NK_EPARSE, d->tok[K_CORES],

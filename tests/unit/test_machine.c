@@ -75,16 +75,67 @@ static void test_neighbors_asymmetric_rows(void **state)
 	nk_machine_free(m);
 }
 
+/*
+ * @p desc's machine with its distance matrix replaced by @p dist (JSON), through a machine file: what
+ * firmware may report, which a synthetic description refuses (a remote distance below the local one).
+ */
+static nk_machine *load_with_distances(const char *desc, const char *dist)
+{
+	nk_machine *m = load(desc), *out = NULL;
+	char *json = NULL;
+	nk_error err = { 0 };
+
+	assert_int_equal(nk_machine_to_json(m, 0, &json), 0);
+	nk_machine_free(m);
+	char *key = strstr(json, "\"distances\"");
+	assert_non_null(key);
+	char *a = strchr(key, '['), *e = a;
+	int depth = 0;
+	do {
+		depth += *e == '[';
+		depth -= *e == ']';
+		e++;
+	} while (depth && *e);
+	size_t len = strlen(json), nd = strlen(dist);
+	char *buf = malloc(len + nd + 1);
+	assert_non_null(buf);
+	memcpy(buf, json, (size_t)(a - json));
+	memcpy(buf + (a - json), dist, nd);
+	strcpy(buf + (a - json) + nd, e);
+	if (nk_machine_load_buffer(buf, strlen(buf), &out, &err))
+		fail_msg("distances %s: %s", dist, err.message);
+	free(buf);
+	free(json);
+	return out;
+}
+
 static void test_neighbors_self_first(void **state)
 {
 	/* the header promises the node itself first when it has memory, even
-	 * when firmware reports a remote distance below the local one */
-	nk_machine *m = load("nodes=3 dist=20,10,30/10,20,30/30,30,10");
+	 * when firmware reports a remote distance below the local one (a
+	 * synthetic description refuses that: test_synthetic_dist_below) */
+	nk_machine *m = load_with_distances("nodes=3 dist=10:20", "[[20,10,30],[10,20,30],[30,30,10]]");
 
 	(void)state;
 	expect_neighbors(m, 0, (const int[]){ 0, 1, 2 }, 3);
 	expect_neighbors(m, 1, (const int[]){ 1, 0, 2 }, 3);
 	nk_machine_free(m);
+}
+
+/* A description with a remote distance below the local one, or no memory anywhere, is refused. */
+static void test_synthetic_dist_below(void **state)
+{
+	static const char *const bad[] = { "nodes=2 dist=10:9", "nodes=3 dist=20,10,30/10,20,30/30,30,10",
+					   "nodes=2 dist=10,21/9,10", "nodes=2 cores=1 memless=0,1" };
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		nk_machine *m = NULL;
+		nk_error err = { 0 };
+		assert_int_equal(nk_machine_load_synthetic(bad[i], &m, &err), NK_EPARSE);
+		assert_null(m);
+		assert_true(strstr(err.message, "below its distance to itself") || strstr(err.message, "every node is memless"));
+	}
+	nk_machine_free(load("nodes=2 dist=10:10")); /* equal: allowed */
 }
 
 static void test_neighbors_capacity(void **state)
@@ -333,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_neighbors_ties_by_id_sparse),
 		cmocka_unit_test(test_neighbors_asymmetric_rows),
 		cmocka_unit_test(test_neighbors_self_first),
+		cmocka_unit_test(test_synthetic_dist_below),
 		cmocka_unit_test(test_neighbors_capacity),
 		cmocka_unit_test(test_numa_factor),
 		cmocka_unit_test(test_set_matrix_rejects),
