@@ -219,20 +219,49 @@ static long block_at(const struct proc_ctx *pc, uint64_t lo, uint64_t t)
 	return best;
 }
 
-/* The slot of thread @p tid among the @p *nt of @p tt (at most @p cap): a new one (*fresh 1) when it has
- * none, @p cap when all are taken. */
-static size_t thread_slot(uint32_t *tt, size_t *nt, size_t cap, uint32_t tid, int *fresh)
+/*
+ * For events @p o[0..n) sorted by variable, then time (.born): @p nxt[k] the time of the same thread's next
+ * event at that variable, @p prv[k] of its previous one.  A thread's last event gets its time plus its gap
+ * from the one before, its first its time minus the gap to the one after (not below 0), an only event its
+ * own time (an empty window), as do the events of threads past a variable's first 64.
+ */
+static void thread_edges(const struct blk *blks, const struct sso *o, size_t n, uint64_t *prv, uint64_t *nxt)
 {
-	size_t q = 0;
-	while (q < *nt && tt[q] != tid)
-		q++;
-	*fresh = q == *nt;
-	if (q == *nt) {
-		if (*nt == cap)
-			return cap;
-		tt[(*nt)++] = tid;
+	enum { TT = 64 };
+	uint32_t tt[TT];
+	size_t first[TT], last[TT], nt = 0;
+
+	for (size_t k = 0; k <= n; k++) {
+		if (k == n || (k && o[k].var != o[k - 1].var)) { /* a variable ends: its threads' edges */
+			for (size_t q = 0; q < nt; q++) {
+				size_t f = first[q], l = last[q];
+				if (f == l)
+					continue;
+				uint64_t tf = o[f].born, tl = o[l].born, after = nxt[f] - tf;
+				nxt[l] = tl + (tl - prv[l]);
+				prv[f] = tf > after ? tf - after : 0;
+			}
+			nt = 0;
+			if (k == n)
+				break;
+		}
+		prv[k] = nxt[k] = o[k].born;
+		uint32_t tid = blks[o[k].i].tid;
+		size_t q = 0;
+		while (q < nt && tt[q] != tid)
+			q++;
+		if (q == nt) {
+			if (nt < TT) {
+				tt[nt] = tid;
+				first[nt] = last[nt] = k;
+				nt++;
+			}
+			continue;
+		}
+		nxt[last[q]] = o[k].born;
+		prv[k] = o[last[q]].born;
+		last[q] = k;
 	}
-	return q;
 }
 
 int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t attr0)
@@ -249,7 +278,7 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 	int *sv = malloc((max_site + 1) * sizeof(int));
 	uint64_t *nblk = calloc(a->n_vars, sizeof(uint64_t)), *total = calloc(a->n_vars, sizeof(uint64_t));
 	unsigned char *bad = calloc(a->n_vars, 1);
-	uint64_t *soff = malloc(pc->n_blks * sizeof(uint64_t)), *init_end = NULL, *fini_start = NULL;
+	uint64_t *soff = malloc(pc->n_blks * sizeof(uint64_t)), *init_end = NULL, *fini_start = NULL, *prv = NULL, *nxt = NULL;
 	struct sso *o = malloc(pc->n_blks * sizeof(*o));
 	if (!sv || !nblk || !total || !bad || !soff || !o)
 		goto out;
@@ -282,86 +311,32 @@ int nk__an_site_space(struct ctx *c, size_t proc, struct proc_ctx *pc, size_t at
 		soff[o[k].i] = total[v];
 		total[v] += len;
 	}
-	/* End of each block's initialisation window (the header comment): per variable, in time order, the
-	 * block before of each allocating thread (at most 64 threads a variable; others get no window). */
-	init_end = calloc(pc->n_blks, sizeof(uint64_t));
-	if (!init_end)
-		goto out;
-	{
-		enum { TT = 64 };
-		uint32_t tt[TT];
-		size_t prev[TT];
-		uint64_t gap[TT];
-		size_t nt = 0;
-		for (size_t k = 0; k <= n; k++) {
-			if (k == n || (k && o[k].var != o[k - 1].var)) { /* a variable ends: its threads' last blocks */
-				for (size_t q = 0; q < nt; q++)
-					init_end[o[prev[q]].i] = o[prev[q]].born + gap[q];
-				nt = 0;
-				if (k == n)
-					break;
-			}
-			int fresh;
-			size_t q = thread_slot(tt, &nt, TT, pc->blks[o[k].i].tid, &fresh);
-			if (q == TT)
-				continue;
-			if (fresh) {
-				gap[q] = 0;
-				prev[q] = k;
-				continue;
-			}
-			init_end[o[prev[q]].i] = o[k].born;
-			gap[q] = o[k].born - o[prev[q]].born;
-			prev[q] = k;
-		}
-	}
-	/* Start of each block's teardown window (the header comment): per variable, frees by the allocating
-	 * thread in time order; the previous free of that thread, or its first gap before its first free. */
+	/* The windows (the header comment): a block's initialisation ends at its allocating thread's next
+	 * allocation at the site, its teardown begins at that thread's previous free there. */
+	init_end = malloc(pc->n_blks * sizeof(uint64_t));
 	fini_start = malloc(pc->n_blks * sizeof(uint64_t));
-	if (!fini_start)
+	prv = malloc((n ? n : 1) * sizeof(uint64_t));
+	nxt = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (!init_end || !fini_start || !prv || !nxt)
 		goto out;
-	for (size_t i = 0; i < pc->n_blks; i++)
+	for (size_t i = 0; i < pc->n_blks; i++) {
+		init_end[i] = 0;
 		fini_start[i] = UINT64_MAX;
+	}
+	thread_edges(pc->blks, o, n, prv, nxt);
+	for (size_t k = 0; k < n; k++)
+		init_end[o[k].i] = nxt[k];
 	{
-		size_t nf = 0;
+		size_t nf = 0; /* the frees by the allocating thread, by variable, then free time */
 		for (size_t k = 0; k < n; k++) {
 			const struct blk *bk = &pc->blks[o[k].i];
 			if (bk->died != UINT64_MAX && bk->ftid == bk->tid)
 				o[nf++] = (struct sso){ o[k].var, bk->died, bk->lo, o[k].i };
 		}
-		qsort(o, nf, sizeof(*o), cmp_sso); /* by variable, then free time */
-		enum { TT = 64 };
-		uint32_t tt[TT];
-		size_t first[TT];
-		uint64_t last[TT];
-		int nfree[TT];
-		size_t nt = 0;
-		for (size_t k = 0; k <= nf; k++) {
-			if (k == nf || (k && o[k].var != o[k - 1].var)) { /* a variable ends: its threads' first frees */
-				for (size_t q = 0; q < nt; q++)
-					if (nfree[q] == 1) /* a single free: no gap to go by */
-						fini_start[o[first[q]].i] = UINT64_MAX;
-				nt = 0;
-				if (k == nf)
-					break;
-			}
-			int fresh;
-			size_t q = thread_slot(tt, &nt, TT, pc->blks[o[k].i].tid, &fresh);
-			if (q == TT)
-				continue;
-			if (fresh) {
-				first[q] = k;
-				last[q] = o[k].born;
-				nfree[q] = 1;
-				continue;
-			}
-			if (nfree[q]++ == 1) { /* the first free's window: as long as the gap to the second */
-				uint64_t gap = o[k].born - last[q];
-				fini_start[o[first[q]].i] = last[q] > gap ? last[q] - gap : 0;
-			}
-			fini_start[o[k].i] = last[q];
-			last[q] = o[k].born;
-		}
+		qsort(o, nf, sizeof(*o), cmp_sso);
+		thread_edges(pc->blks, o, nf, prv, nxt);
+		for (size_t k = 0; k < nf; k++)
+			fini_start[o[k].i] = prv[k];
 	}
 	uint64_t base = AN_SITE_BASE + (uint64_t)proc * AN_SITE_SPAN * 2;
 	for (size_t k = attr0; k < a->n_attr; k++) {
@@ -399,6 +374,8 @@ out:
 	free(soff);
 	free(init_end);
 	free(fini_start);
+	free(prv);
+	free(nxt);
 	free(o);
 	return rc;
 }
