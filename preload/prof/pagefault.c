@@ -43,7 +43,9 @@
  *    program's handler.  Foreign SEGV_ACCERR faults thus arrive twice.
  *  - First touch: a page that was not present when queried (move_pages
  *    status -ENOENT) cannot be placed yet when it faults - the faulting
- *    instruction will place it after we return.  The handler parks the
+ *    instruction will place it after we return.  The handler asks again
+ *    first: a page the program placed between the query and the revoking is
+ *    an ordinary visit.  The handler parks the
  *    sample in the pending array (lock-free: FREE -> FILLING -> READY by
  *    CAS); the sampler thread queries those pages on its next round and
  *    emits them with their node and NK__SF_FIRST_TOUCH.  When the pending

@@ -194,6 +194,20 @@ static void test_fault_path(void)
 	CHECK(atomic_load(&n_got) == before + 1);
 	CHECK(got[before].flags == (NK__SF_FIRST_TOUCH | NK__SF_NEW_BLOCK) && got[before].access == NK__ACC_READ);
 
+	/* Placed after the sampler's query said "not present" and before it revoked the page: the status it
+	 * armed with is stale, and the visits that fault are ordinary ones, not first touches (4n-slit-ic0). */
+	int stale[2] = { -ENOENT, -ENOENT };
+	m[44 * pf_ps] = 44;
+	m[45 * pf_ps] = 45;
+	CHECK(pf_arm_run(page_of(m, 44), 2, stale, 1, nkp_now()) == 2);
+	before = atomic_load(&n_got);
+	CHECK(v[44 * pf_ps] == 44); /* a read */
+	v[45 * pf_ps + 1] = 1;      /* a write */
+	CHECK(atomic_load(&n_got) == before + 2);
+	for (unsigned i = before; i < before + 2; i++)
+		CHECK(!(got[i].flags & NK__SF_FIRST_TOUCH) && got[i].page_node >= 0 && got[i].page_node == status[0]);
+	CHECK(v[45 * pf_ps] == 45 && v[45 * pf_ps + 1] == 1);
+
 	/* I/O: begin gives back our pages in the span as I/O samples and holds the span. */
 	before = atomic_load(&n_got);
 	int t = nkp_pf_io_begin(page_of(m, 3), page_of(m, 42), NK__ACC_WRITE);
