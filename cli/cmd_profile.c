@@ -28,7 +28,7 @@ extern char **environ;
 const char cli_profile_usage[] =
 	"usage: numakit profile [--sampler auto|hw|timer|pagefault|trace] [--rate R]\n"
 	"                       [--min-size SIZE] [--small-blocks] [--max-overhead PCT]\n"
-	"                       [--roi]\n"
+	"                       [--roi] [--no-mpi-traffic]\n"
 	"                       [-o FILE] [--runs N] [--no-job] [--quiet]\n"
 	"                       [--] COMMAND [ARG...]\n"
 	"\n"
@@ -42,7 +42,9 @@ const char cli_profile_usage[] =
 	"'numakit report FILE' reads them as one job.  Rank 0 says where it is.\n"
 	"With the pagefault sampler the ranks' MPI transports are told to copy\n"
 	"through shared memory instead of reading each other's memory (single-\n"
-	"copy off), unless the job set those variables itself.\n"
+	"copy off), unless the job set those variables itself.  When the program\n"
+	"links Open MPI or an MPI of MPICH's ABI, what each process sends to each\n"
+	"peer is recorded too (PMPI wrappers): the job report's rank x rank matrix.\n"
 	"\n"
 	"Options:\n"
 	"  --sampler S      auto (default): hw when the machine has precise memory\n"
@@ -64,6 +66,8 @@ const char cli_profile_usage[] =
 	"                   wall time (default 5; 100 or more: no cap, for limit\n"
 	"                   studies and emulated machines where faults are slow)\n"
 	"  --roi            sample only between nk_profile_start() and nk_profile_stop()\n"
+	"  --no-mpi-traffic do not preload the PMPI wrappers (when another PMPI tool\n"
+	"                   is preloaded: wrappers do not chain)\n"
 	"  -o, --output F   the profile to write (default ./numakit.nkp)\n"
 	"  --runs N         run COMMAND N times, one after the other, and write one\n"
 	"                   profile of the N runs (default 1); report, advise and\n"
@@ -78,7 +82,8 @@ const char cli_profile_usage[] =
 	"usage, or an output that is a folder or in a missing folder (checked before\n"
 	"the program runs).  See numakit-profile(1).\n";
 
-enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL, OPT_NO_JOB };
+enum { OPT_SAMPLER = 256, OPT_RATE, OPT_MIN_SIZE, OPT_ROI, OPT_MAX_OVERHEAD, OPT_RUNS, OPT_SMALL, OPT_NO_JOB,
+       OPT_NO_MPI_TRAFFIC };
 
 #define MAX_RUNS 1000
 
@@ -498,6 +503,7 @@ int cli_cmd_profile(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "runs", required_argument, NULL, OPT_RUNS },
 		{ "no-job", no_argument, NULL, OPT_NO_JOB },
+		{ "no-mpi-traffic", no_argument, NULL, OPT_NO_MPI_TRAFFIC },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -565,6 +571,9 @@ int cli_cmd_profile(int argc, char **argv)
 			break;
 		case OPT_SMALL:
 			o.small_blocks = 1;
+			break;
+		case OPT_NO_MPI_TRAFFIC:
+			o.no_mpi_traffic = 1;
 			break;
 		case OPT_RUNS: {
 			char *end;

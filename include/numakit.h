@@ -1652,6 +1652,13 @@ typedef struct nk_profile_opts {
 	 * memory (docs/profile.md, "Profiling an MPI job").
 	 */
 	const char *const *pagefault_env;
+	/**
+	 * 0 (default): when the program links an MPI library (Open MPI, or one of MPICH's ABI) and numakit was
+	 * built with its PMPI wrappers, preload them too: each process's profile then holds what it sent to
+	 * each peer (docs/profile.md, "Communication").  1: do not (another PMPI tool preloaded by the user
+	 * would be bypassed: PMPI wrappers do not chain).
+	 */
+	int no_mpi_traffic;
 } nk_profile_opts;
 
 typedef struct nk_profile_run_result {

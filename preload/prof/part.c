@@ -466,6 +466,10 @@ void nkp_close_part(const char *how, int status, int sig)
 		nkp_flusher_stop();
 		nkp_ring_drain();
 		write_maps_locked();
+		const void *comm;
+		size_t comm_len = nkp_comm_record(&comm);
+		if (comm_len)
+			(void)nk__nkp_write(&nkp_wr, NK__NKP_COMM | NK__NKP_OPTIONAL, comm, comm_len);
 		write_end_locked(how, status, sig);
 		nkp_part_fd_close(nkp_wr.fd);
 		nkp_wr.fd = -1;

@@ -144,6 +144,10 @@ int nkp_own_cpu_random(uint64_t *rng);
 /** Append a MAPS record (/proc/self/maps now); no-op when inactive. */
 void nkp_write_maps(void);
 
+/* ---- comm.c: the MPI traffic the PMPI wrappers attach (../common/comm_abi.h, nk__prof_comm_attach) ---- */
+/** The COMM record's payload in *out when this process attached a table, its length; else 0.  AS-safe. */
+size_t nkp_comm_record(const void **out);
+
 /* ---- alloc.c, tracked.c (nkp_tracked_*), blocks.c (nkp_alloc_flush, nkp_alloc_end_json) ---- */
 /** Interposers' state after the runtime started (statics registered, sites primed). */
 void nkp_alloc_start(void);

@@ -421,6 +421,7 @@ void nk__analysis_free(struct nk__analysis *a)
 		free(a->run_info[r].source);
 	}
 	free(a->run_info);
+	free(a->comm);
 	free(a->attr);
 	free(a->machine_json);
 	for (size_t i = 0; i < a->n_warnings; i++)

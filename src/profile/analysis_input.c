@@ -16,6 +16,55 @@ static int json_u64(json_t *o, const char *k, uint64_t *out)
 	return 1;
 }
 
+/*
+ * The COMM records of the processes (MPI traffic, issue 14 §2) summed by (peer, kind) into a->comm.  The
+ * processes that recorded must agree on the rank and size (the runs of one rank); one that does not is
+ * left out with a warning.  0 or NK_ENOMEM.
+ */
+static int read_comm(struct nk__analysis *a, const struct nk__nkp_profile *p)
+{
+	struct nk__an_comm_peer *dense = NULL;
+
+	for (size_t i = 0; i < p->n_procs; i++) {
+		const struct nk__nkp_process_data *pd = &p->procs[i];
+		if (!pd->has_comm)
+			continue;
+		if (!dense) {
+			a->comm_rank = pd->comm.rank;
+			a->comm_size = pd->comm.size;
+			dense = calloc(2 * (size_t)pd->comm.size, sizeof *dense);
+			if (!dense)
+				return NK_ENOMEM;
+		} else if (pd->comm.rank != a->comm_rank || pd->comm.size != a->comm_size) {
+			if (nk__an_warn(a, nk__aprintf("process %u: MPI rank %u of %u, where an earlier process was rank "
+						       "%u of %u: its traffic is left out", pd->info.pid, pd->comm.rank,
+						       pd->comm.size, a->comm_rank, a->comm_size))) {
+				free(dense);
+				return NK_ENOMEM;
+			}
+			continue;
+		}
+		for (uint32_t k = 0; k < pd->comm.n; k++) {
+			struct nk__an_comm_peer *d = &dense[2 * (size_t)pd->peers[k].peer + pd->peers[k].kind];
+			d->messages += pd->peers[k].messages;
+			d->bytes += pd->peers[k].bytes;
+		}
+		a->comm_procs++;
+	}
+	if (!dense)
+		return 0;
+	size_t n = 0;
+	for (size_t i = 0; i < 2 * (size_t)a->comm_size; i++)
+		if (dense[i].messages || dense[i].bytes) {
+			dense[n] = dense[i];
+			dense[n].peer = (uint32_t)(i / 2);
+			dense[n++].kind = (uint32_t)(i % 2);
+		}
+	a->comm = dense;
+	a->n_comm = n;
+	return 0;
+}
+
 /* Several runs: what each run was (the report lists them), and the mean wall time. */
 static int read_runs(struct ctx *c)
 {
@@ -177,6 +226,8 @@ int nk__an_read_header(struct ctx *c)
 	if (read_runs(c))
 		return NK_ENOMEM;
 	a->covered = 1;
+	if (read_comm(a, c->p))
+		return NK_ENOMEM;
 	uint64_t pf_rounds = 0, pf_stretched = 0, pf_period = 0;
 	for (size_t i = 0; i < c->p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &c->p->procs[i];

@@ -52,3 +52,18 @@ const struct nk__mpi_mem *nk__mpi_mapping(const char *path)
 	}
 	return NULL;
 }
+
+const char *nk__mpi_abi_of_library(const char *soname)
+{
+	if (!soname || strncmp(soname, "libmpi", 6))
+		return NULL;
+	const char *so = strstr(soname, ".so.");
+	if (!so)
+		return NULL;
+	const char *v = so + 4;
+	if (!strncmp(soname, "libmpich", 8) || (!strncmp(v, "12", 2) && (v[2] == 0 || v[2] == '.')))
+		return "mpich";
+	if (!strncmp(v, "40", 2) && (v[2] == 0 || v[2] == '.'))
+		return "openmpi";
+	return NULL;
+}

@@ -20,4 +20,12 @@ struct nk__mpi_mem {
  */
 const struct nk__mpi_mem *nk__mpi_mapping(const char *path);
 
+/**
+ * The MPI ABI of a library a program needs (a DT_NEEDED name, "libmpi.so.40"): "openmpi" for Open MPI's
+ * libraries (libmpi*.so.40: C, C++, Fortran bindings), "mpich" for the MPICH ABI (libmpich*.so.12,
+ * libmpi.so.12, libmpifort.so.12, libmpicxx.so.12: MPICH, Intel MPI, MVAPICH), NULL otherwise.  Chooses the
+ * profiler's PMPI wrappers (libnumakit_pmpi_<abi>.so).  Pure, thread-safe.
+ */
+const char *nk__mpi_abi_of_library(const char *soname);
+
 #endif

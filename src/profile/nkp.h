@@ -75,6 +75,9 @@ enum nk__nkp_type {
 	NK__NKP_TRAILER = 14, /* struct nk__nkp_trailer: last record of a merged file */
 	NK__NKP_BLOCKS = 15,  /* an array of struct nk__nkp_block: small blocks' allocations and frees, batched;
 			       * written with NK__NKP_OPTIONAL (a reader without it loses only the small blocks) */
+	NK__NKP_COMM = 16,    /* struct nk__nkp_comm + n struct nk__nkp_comm_peer: what an MPI process sent to each
+			       * peer (the PMPI wrappers, preload/mpi/pmpi.c); at most one per process, before END,
+			       * written with NK__NKP_OPTIONAL (a reader without it loses only the traffic) */
 };
 
 /*
@@ -160,6 +163,28 @@ struct nk__nkp_block {
 	uint32_t tid;
 	uint16_t kind;  /* enum nk__nkp_alloc_kind; 0: a free */
 	uint16_t reserved;
+};
+
+/*
+ * MPI traffic of one process (issue 14 §2): messages and bytes it sent to each peer, by the peers' ranks in
+ * MPI_COMM_WORLD.  Point-to-point sends count what the call sends; a collective counts what the MPI
+ * standard says this rank's data contributes to each other rank (docs/profile.md, "Communication").
+ */
+struct nk__nkp_comm {
+	uint32_t rank;     /* this process's rank in MPI_COMM_WORLD */
+	uint32_t size;     /* MPI_COMM_WORLD's size, >= 1 */
+	uint32_t n;        /* struct nk__nkp_comm_peer that follow, <= 2 * size */
+	uint32_t flags;    /* NK__COMM_* */
+	uint64_t time_ns;  /* when it was written */
+};
+#define NK__COMM_FINALIZED 1u /* MPI_Finalize was called before it was written */
+#define NK__COMM_P2P 0u
+#define NK__COMM_COLL 1u
+struct nk__nkp_comm_peer {
+	uint32_t peer;     /* rank in MPI_COMM_WORLD, < size */
+	uint32_t kind;     /* NK__COMM_P2P or NK__COMM_COLL; at most one entry per peer and kind */
+	uint64_t messages;
+	uint64_t bytes;
 };
 
 /* A name given to a range by the program (nk_profile_name) or by numakit (arrays). */
@@ -287,6 +312,9 @@ struct nk__nkp_process_data {
 	size_t n_phases;
 	struct nk__nkp_sample *samples; /* in record order */
 	size_t n_samples;
+	int has_comm;                   /* a COMM record was read: */
+	struct nk__nkp_comm comm;
+	struct nk__nkp_comm_peer *peers; /* comm.n of them */
 };
 
 /* One run of a profile (version 2 files hold several; nk__nkp_join makes one profile of several files). */

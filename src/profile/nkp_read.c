@@ -30,7 +30,7 @@ static const char *const type_names[] = {
 	[NK__NKP_META] = "META",       [NK__NKP_MAPS] = "MAPS",	      [NK__NKP_THREAD] = "THREAD",
 	[NK__NKP_SITE] = "SITE",       [NK__NKP_ALLOC] = "ALLOC",     [NK__NKP_FREE] = "FREE",
 	[NK__NKP_NAME] = "NAME",       [NK__NKP_PHASE] = "PHASE",     [NK__NKP_SAMPLES] = "SAMPLES",
-	[NK__NKP_END] = "END",	       [NK__NKP_TRAILER] = "TRAILER", [NK__NKP_BLOCKS] = "BLOCKS",
+	[NK__NKP_END] = "END",	       [NK__NKP_TRAILER] = "TRAILER", [NK__NKP_BLOCKS] = "BLOCKS", [NK__NKP_COMM] = "COMM",
 };
 
 const char *nk__nkp_type_name(uint32_t type)
@@ -164,6 +164,27 @@ int nk__nkp_check_payload(uint32_t type, const unsigned char *p, size_t len, cha
 		}
 		return 0;
 	}
+	case NK__NKP_COMM: {
+		struct nk__nkp_comm c;
+		struct nk__nkp_comm_peer e;
+		if (len < sizeof c)
+			return why_fmt(why, n, "length %zu, less than %zu", len, sizeof c);
+		memcpy(&c, p, sizeof c);
+		if (c.size == 0 || c.rank >= c.size)
+			return why_fmt(why, n, "rank %" PRIu32 " of %" PRIu32 " out of range", c.rank, c.size);
+		if (c.n > 2ull * c.size)
+			return why_fmt(why, n, "%" PRIu32 " peers, more than 2 x size %" PRIu32, c.n, c.size);
+		if (len != sizeof c + (size_t)c.n * sizeof e)
+			return why_fmt(why, n, "length %zu does not match %" PRIu32 " peers (expected %zu)", len, c.n,
+				       sizeof c + (size_t)c.n * sizeof e);
+		for (uint32_t i = 0; i < c.n; i++) {
+			memcpy(&e, p + sizeof c + (size_t)i * sizeof e, sizeof e);
+			if (e.peer >= c.size || e.kind > NK__COMM_COLL)
+				return why_fmt(why, n, "peer %" PRIu32 ": rank %" PRIu32 " kind %" PRIu32 " out of range", i,
+					       e.peer, e.kind);
+		}
+		return 0;
+	}
 	case NK__NKP_NAME:
 		if (len < sizeof(struct nk__nkp_name))
 			return why_fmt(why, n, "length %zu, less than %zu", len, sizeof(struct nk__nkp_name));
@@ -294,6 +315,7 @@ static void free_proc(struct nk__nkp_process_data *pd)
 {
 	free(pd->meta_json);
 	free(pd->end_json);
+	free(pd->peers);
 	for (size_t i = 0; i < pd->n_maps; i++)
 		free(pd->all_maps[i]);
 	free(pd->all_maps);
@@ -537,6 +559,20 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 				.kind = b.kind };
 		}
 		return 0;
+	case NK__NKP_COMM: {
+		struct nk__nkp_comm c;
+		memcpy(&c, pl, sizeof c);
+		if (pd->has_comm)
+			return fail(r, NK_EPARSE, off, NK__NKP_COMM, "a second COMM record for process %" PRIu32, pd->info.pid);
+		struct nk__nkp_comm_peer *v = malloc((c.n ? c.n : 1) * sizeof *v);
+		if (!v)
+			return oom(r);
+		memcpy(v, pl + sizeof c, (size_t)c.n * sizeof *v);
+		pd->comm = c;
+		pd->peers = v;
+		pd->has_comm = 1;
+		return 0;
+	}
 	case NK__NKP_NAME: {
 		struct nk__nkp_name_data nd;
 		memcpy(&nd.n, pl, sizeof nd.n);

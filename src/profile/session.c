@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "os/os.h"
 #include "profile/hw.h"
+#include "profile/mpimem.h"
 #include "profile/nkp.h"
 #include "util/list.h"
 #include "util/error.h"
@@ -76,6 +78,8 @@ struct session {
 	size_t n_parts;
 	nk_error hw_err;
 	int hook_rc;         /* the hook's NK_E* code when it aborted the start */
+	const char *mpi;     /* the MPI ABI whose PMPI wrappers are preloaded ("openmpi", "mpich"), NULL none */
+	char mpi_note[256];  /* why the program's MPI traffic is not recorded, "" when it is or not MPI */
 };
 
 static const char *sampler_name(int s)
@@ -210,6 +214,63 @@ static int has_trace_callbacks(const char *path)
 	elf_end(e);
 	free(data);
 	return found;
+}
+
+/* ---- MPI traffic: the PMPI wrappers (preload/mpi/pmpi.c) ---- */
+
+/*
+ * The MPI ABI of the libraries @p path needs directly (DT_NEEDED: mpicc, mpif90 and mpicxx link them so),
+ * NULL when none.  A program that reaches MPI only through another library of its own (or dlopen, as
+ * mpi4py does) is not seen: its traffic is not recorded.
+ */
+static const char *mpi_abi_of(const char *path)
+{
+	const char *abi = NULL;
+	int fd = nk__os_open_read(path);
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	while (e && elf_kind(e) == ELF_K_ELF && !abi && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && !abi && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag == DT_NEEDED)
+				abi = nk__mpi_abi_of_library(elf_strptr(e, sh.sh_link, dyn.d_un.d_val));
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return abi;
+}
+
+/*
+ * The PMPI wrappers for @p prog beside @p runtime (libnumakit_pmpi_ABI.so), malloc'ed; NULL when the
+ * program needs no MPI, or when they were not built for its MPI (s->mpi_note says so).
+ */
+static char *pmpi_for(struct session *s, const char *prog, const char *runtime)
+{
+	const char *abi = mpi_abi_of(prog);
+	if (!abi)
+		return NULL;
+	const char *slash = strrchr(runtime, '/');
+	char *path = nk__aprintf("%.*slibnumakit_pmpi_%s.so", slash ? (int)(slash - runtime + 1) : 0, runtime, abi);
+	if (path && !nk__os_exists(NULL, path)) {
+		snprintf(s->mpi_note, sizeof s->mpi_note,
+			 "MPI traffic not recorded: the program uses %s, and numakit was built without its wrappers (%s)",
+			 strcmp(abi, "mpich") ? "Open MPI" : "an MPI of MPICH's ABI", path);
+		free(path);
+		return NULL;
+	}
+	s->mpi = abi;
+	return path;
 }
 
 /* ---- the child's environment ---- */
@@ -675,6 +736,8 @@ static char *run_json(const struct session *s, char *const argv[], uint64_t star
 		json_object_set_new(o, "fallback", json_string(s->fallback));
 	if (s->hw)
 		json_object_set_new(o, "hw_events", json_string(nk__hw_describe(s->hw)));
+	if (s->mpi)
+		json_object_set_new(o, "mpi_traffic", json_string(s->mpi));
 	json_object_set_new(o, "rate", json_real(rate));
 	json_object_set_new(o, "seed", json_integer((json_int_t)(seed & 0x7fffffffffffffffull)));
 	json_object_set_new(o, "start_unix_ns", json_integer((json_int_t)start_unix));
@@ -786,6 +849,20 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	rc = find_runtime(o->runtime, &runtime, err);
 	if (rc)
 		goto out;
+	if (!o->no_mpi_traffic) {
+		char *pmpi = pmpi_for(&s, prog, runtime);
+		if (pmpi) {
+			/* the wrappers after the runtime, whose table they look for; both before the program's libmpi */
+			char *both = nk__aprintf("%s:%s", runtime, pmpi);
+			free(pmpi);
+			if (!both) {
+				rc = nk__error(err, NK_ENOMEM, "out of memory");
+				goto out;
+			}
+			free(runtime);
+			runtime = both;
+		}
+	}
 	if (!m) {
 		rc = nk_machine_load_live(&live, err);
 		if (rc)
@@ -967,6 +1044,8 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 			snprintf(w, sizeof w, "process %d ended without closing its part (killed?)", s.parts[i].pid);
 			add_warning(&r, w);
 		}
+	if (s.mpi_note[0])
+		add_warning(&r, s.mpi_note);
 	if (s.n_parts == 0)
 		add_warning(&r, "no process wrote a part: was the runtime preloaded? (static or setuid programs "
 				"cannot be profiled)");

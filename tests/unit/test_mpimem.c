@@ -56,11 +56,44 @@ static void test_not_mpi(void **state)
 	expect(NULL, NULL);
 }
 
+static void abi(const char *soname, const char *want)
+{
+	const char *got = nk__mpi_abi_of_library(soname);
+	if (want ? !got || strcmp(got, want) : got != NULL)
+		fail_msg("%s: %s, expected %s", soname ? soname : "(null)", got ? got : "none", want ? want : "none");
+}
+
+/* The DT_NEEDED names of programs built with Debian 12's mpicc/mpif90/mpicxx, Open MPI 4.1.4 and MPICH
+ * 4.0.2 (readelf -d), and names that are not MPI's. */
+static void test_abi_of_library(void **state)
+{
+	(void)state;
+	abi("libmpi.so.40", "openmpi");
+	abi("libmpi_mpifh.so.40", "openmpi");
+	abi("libmpi_usempif08.so.40", "openmpi");
+	abi("libmpi_cxx.so.40", "openmpi");
+	abi("libmpi.so.40.30.4", "openmpi");
+	abi("libmpich.so.12", "mpich");
+	abi("libmpichfort.so.12", "mpich");
+	abi("libmpi.so.12", "mpich"); /* Intel MPI, MVAPICH: the MPICH ABI */
+	abi("libmpifort.so.12", "mpich");
+	abi("libmpicxx.so.12", "mpich");
+	abi("libmpi.so.400", NULL);
+	abi("libmpi.so.1", NULL);     /* Open MPI 1.x: an ABI the wrappers are not built for */
+	abi("libmpio.so.1", NULL);
+	abi("libmpfr.so.6", NULL);
+	abi("libm.so.6", NULL);
+	abi("libmpi", NULL);
+	abi("", NULL);
+	abi(NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mpi_segments),
 		cmocka_unit_test(test_not_mpi),
+		cmocka_unit_test(test_abi_of_library),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
