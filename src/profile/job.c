@@ -870,6 +870,7 @@ static void free_rank(struct nk__job_rank *r)
 	free(r->warnings);
 	free(r->differs);
 	free(r->machine_json);
+	free(r->comm);
 }
 
 void nk__job_free(struct nk__job *j)
@@ -898,6 +899,7 @@ void nk__job_free(struct nk__job *j)
 	free(j->vars);
 	free(j->order);
 	free(j->missing);
+	free(j->pairs);
 	for (size_t i = 0; i < j->n_warnings; i++)
 		free(j->warnings[i]);
 	free(j->warnings);
@@ -1028,6 +1030,15 @@ int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const cha
 	r->covered = a->covered;
 	if (!a->covered && nk__coverage_text(a, &r->coverage))
 		goto out;
+	if (a->comm_procs) {
+		r->comm_procs = a->comm_procs;
+		r->comm_rank = a->comm_rank;
+		r->comm_size = a->comm_size;
+		r->n_comm = a->n_comm;
+		if (!(r->comm = malloc((a->n_comm ? a->n_comm : 1) * sizeof *r->comm)))
+			goto out;
+		memcpy(r->comm, a->comm, a->n_comm * sizeof *r->comm);
+	}
 	for (size_t i = 0; i < a->n_warnings; i++)
 		if (add_warning(&r->warnings, &r->n_warnings, strdup(a->warnings[i])))
 			goto out;
@@ -1299,6 +1310,72 @@ out:
 	return rc;
 }
 
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct nk__job_pair *a = x, *b = y;
+	return a->from != b->from ? (a->from > b->from) - (a->from < b->from) : (a->to > b->to) - (a->to < b->to);
+}
+
+/*
+ * The job's MPI traffic from its ranks' COMM sums: every (from, to) pair, means per run of the sender.  A rank
+ * whose MPI_COMM_WORLD rank or size is not the launcher's, and ranks without traffic among ranks with it,
+ * are warned about (the first: its traffic is left out).  0 or NK_ENOMEM.
+ */
+static int comm_build(struct nk__job *j)
+{
+	size_t n = 0, without = 0;
+	int first_without = -1;
+	for (size_t i = 0; i < j->n_ranks; i++)
+		n += j->ranks[i].n_comm;
+	if (!(j->pairs = calloc(n ? n : 1, sizeof *j->pairs)))
+		return NK_ENOMEM;
+	for (size_t i = 0; i < j->n_ranks; i++) {
+		const struct nk__job_rank *r = &j->ranks[i];
+		if (!r->comm_procs) {
+			if (!without++)
+				first_without = r->rank;
+			continue;
+		}
+		if ((r->rank >= 0 && r->comm_rank != (uint32_t)r->rank) ||
+		    (j->size >= 0 && r->comm_size != (uint32_t)j->size)) {
+			if (add_warning(&j->warnings, &j->n_warnings,
+					nk__aprintf("rank %d is rank %u of %u in MPI_COMM_WORLD: its MPI traffic is left out",
+						    r->rank, r->comm_rank, r->comm_size)))
+				return NK_ENOMEM;
+			continue;
+		}
+		j->comm_ranks++;
+		uint64_t runs = r->runs > 1 ? (uint64_t)r->runs : 1;
+		for (size_t k = 0; k < r->n_comm; k++) {
+			const struct nk__an_comm_peer *c = &r->comm[k];
+			struct nk__job_pair *p = NULL;
+			if (j->n_pairs && j->pairs[j->n_pairs - 1].from == (int)r->comm_rank &&
+			    j->pairs[j->n_pairs - 1].to == (int)c->peer)
+				p = &j->pairs[j->n_pairs - 1]; /* the comm sums come by peer, then kind */
+			else
+				p = &j->pairs[j->n_pairs++];
+			p->from = (int)r->comm_rank;
+			p->to = (int)c->peer;
+			uint64_t m = (c->messages + runs / 2) / runs, b = (c->bytes + runs / 2) / runs;
+			if (c->kind == NK__COMM_COLL) {
+				p->coll_messages += m;
+				p->coll_bytes += b;
+			} else {
+				p->p2p_messages += m;
+				p->p2p_bytes += b;
+			}
+			j->comm_bytes += b;
+		}
+	}
+	qsort(j->pairs, j->n_pairs, sizeof *j->pairs, cmp_pair);
+	if (j->comm_ranks && without &&
+	    add_warning(&j->warnings, &j->n_warnings,
+			nk__aprintf("%zu of %zu ranks recorded no MPI traffic (rank %d first): the traffic is that of the "
+				    "others", without, j->n_ranks, first_without)))
+		return NK_ENOMEM;
+	return 0;
+}
+
 int nk__job_finish(struct nk__job *j)
 {
 	const struct nk__cl_stats **sts = NULL;
@@ -1365,7 +1442,7 @@ int nk__job_finish(struct nk__job *j)
 	for (size_t v = 0; v < j->n_vars; v++)
 		j->order[v] = vo[v].i;
 	free(vo);
-	if (hosts_build(j) || decide_ranks(j) || group_warnings(j))
+	if (hosts_build(j) || decide_ranks(j) || group_warnings(j) || comm_build(j))
 		goto out;
 	rc = 0;
 out:

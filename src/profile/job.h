@@ -139,6 +139,17 @@ struct nk__job_rank {
 	size_t n_top;
 	char *differs;        /* why it differs from the others, NULL when it does not */
 	char *machine_json;   /* the machine it ran on (host topology), NULL unknown */
+	/* MPI traffic (the analysis's COMM sums): what it sent, totals over its runs; comm_procs 0: none */
+	int comm_procs;
+	uint32_t comm_rank, comm_size;
+	struct nk__an_comm_peer *comm;
+	size_t n_comm;
+};
+
+/** What one rank sent another (MPI traffic), means per run of the sender. */
+struct nk__job_pair {
+	int from, to;         /* ranks in MPI_COMM_WORLD */
+	uint64_t p2p_messages, p2p_bytes, coll_messages, coll_bytes;
 };
 
 struct nk__job_host {
@@ -179,6 +190,11 @@ struct nk__job {
 	int covered;
 	char **warnings;
 	size_t n_warnings;
+	/* MPI traffic: ranks that recorded it, and every (from, to) with traffic, by from then to */
+	size_t comm_ranks;
+	struct nk__job_pair *pairs;
+	size_t n_pairs;
+	uint64_t comm_bytes;  /* sum over the pairs (point-to-point + collectives) */
 };
 
 /** Load the job of @p in (nk__job_inputs with is_job): each rank analysed alone, summarised. */

@@ -75,6 +75,195 @@ static void diag_counts(struct nk__strbuf *b, const struct nk__job_var *v)
 	}
 }
 
+/* ---------------------------------------------------------------- MPI traffic */
+
+#define TEXT_PAIRS 10        /* heaviest rank pairs in the text report */
+#define TEXT_MATRIX_RANKS 16 /* the rank x rank matrix in the text report up to this many ranks */
+
+/* A pair of ranks, both directions. */
+struct upair {
+	int a, b; /* a < b */
+	uint64_t bytes, messages;
+};
+
+static int cmp_upair_key(const void *x, const void *y)
+{
+	const struct upair *p = x, *q = y;
+	return p->a != q->a ? (p->a > q->a) - (p->a < q->a) : (p->b > q->b) - (p->b < q->b);
+}
+
+static int cmp_upair_bytes(const void *x, const void *y)
+{
+	const struct upair *p = x, *q = y;
+	if (p->bytes != q->bytes)
+		return p->bytes < q->bytes ? 1 : -1;
+	return cmp_upair_key(x, y);
+}
+
+/* The job's rank pairs with traffic, both directions summed, heaviest first (malloc'ed, *n of them). */
+static struct upair *upairs(const struct nk__job *j, size_t *n)
+{
+	struct upair *u = malloc((j->n_pairs ? j->n_pairs : 1) * sizeof *u);
+	size_t k = 0;
+	if (!u)
+		return NULL;
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		const struct nk__job_pair *p = &j->pairs[i];
+		u[i] = (struct upair){ p->from < p->to ? p->from : p->to, p->from < p->to ? p->to : p->from,
+				       p->p2p_bytes + p->coll_bytes, p->p2p_messages + p->coll_messages };
+	}
+	qsort(u, j->n_pairs, sizeof *u, cmp_upair_key);
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		if (k && u[k - 1].a == u[i].a && u[k - 1].b == u[i].b) {
+			u[k - 1].bytes += u[i].bytes;
+			u[k - 1].messages += u[i].messages;
+		} else {
+			u[k++] = u[i];
+		}
+	}
+	qsort(u, k, sizeof *u, cmp_upair_bytes);
+	*n = k;
+	return u;
+}
+
+/* The job rank of MPI rank @p rank, NULL when absent. */
+static const struct nk__job_rank *rank_of(const struct nk__job *j, int rank)
+{
+	for (size_t i = 0; i < j->n_ranks; i++)
+		if (j->ranks[i].rank == rank)
+			return &j->ranks[i];
+	return NULL;
+}
+
+/* Bytes @p from sent @p to (both kinds), 0 none. */
+static uint64_t sent(const struct nk__job *j, int from, int to)
+{
+	size_t lo = 0, hi = j->n_pairs;
+	while (lo < hi) { /* pairs are sorted by from, then to */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct nk__job_pair *p = &j->pairs[mid];
+		if (p->from < from || (p->from == from && p->to < to))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->n_pairs && j->pairs[lo].from == from && j->pairs[lo].to == to
+		       ? j->pairs[lo].p2p_bytes + j->pairs[lo].coll_bytes
+		       : 0;
+}
+
+static const char *where_pair(const struct nk__job *j, int a, int b)
+{
+	const struct nk__job_rank *ra = rank_of(j, a), *rb = rank_of(j, b);
+	if (!ra || !rb || !ra->host[0] || !rb->host[0])
+		return "hosts unknown";
+	return strcmp(ra->host, rb->host) ? "different hosts" : "same host";
+}
+
+static void text_traffic(const struct nk__job *j, struct nk__strbuf *b)
+{
+	char s1[64];
+	nk__strbuf_printf(b, "\n== MPI traffic (bytes sent, means per run) ==\n");
+	if (!j->comm_ranks) {
+		nk__strbuf_printf(b, "  not recorded: the program does not link an MPI numakit has wrappers for (Open MPI, "
+				     "MPICH's ABI), or the ranks ran with --no-mpi-traffic\n");
+		return;
+	}
+	uint64_t p2p = 0;
+	for (size_t i = 0; i < j->n_pairs; i++)
+		p2p += j->pairs[i].p2p_bytes;
+	nk__strbuf_printf(b, "%zu of %zu ranks recorded it: %s in all, %.0f%% point-to-point, the rest collectives "
+			     "(each rank's share of them by the MPI standard's definition)\n",
+			  j->comm_ranks, j->n_ranks, nk__rep_size(j->comm_bytes, s1, sizeof s1),
+			  j->comm_bytes ? 100.0 * (double)p2p / (double)j->comm_bytes : 0.0);
+	size_t nu = 0;
+	struct upair *u = upairs(j, &nu);
+	if (!u)
+		return;
+	nk__strbuf_printf(b, "heaviest pairs, both directions:\n");
+	for (size_t i = 0; i < nu && i < TEXT_PAIRS; i++)
+		nk__strbuf_printf(b, "  rank %d <-> rank %d  %10s  %llu messages, %s\n", u[i].a, u[i].b,
+				  nk__rep_size(u[i].bytes, s1, sizeof s1), (unsigned long long)u[i].messages,
+				  where_pair(j, u[i].a, u[i].b));
+	if (nu > TEXT_PAIRS)
+		nk__strbuf_printf(b, "  ... %zu more pairs in --json\n", nu - TEXT_PAIRS);
+	free(u);
+	if (j->n_ranks > TEXT_MATRIX_RANKS)
+		return;
+	nk__strbuf_printf(b, "%-10s", "from \\ to");
+	for (size_t c = 0; c < j->n_ranks; c++)
+		nk__strbuf_printf(b, " %9d", j->ranks[c].rank);
+	nk__strbuf_printf(b, "\n");
+	for (size_t r = 0; r < j->n_ranks; r++) {
+		nk__strbuf_printf(b, "%-10d", j->ranks[r].rank);
+		for (size_t c = 0; c < j->n_ranks; c++) {
+			uint64_t x = sent(j, j->ranks[r].rank, j->ranks[c].rank);
+			nk__strbuf_printf(b, " %9s", x ? nk__rep_size(x, s1, sizeof s1) : "-");
+		}
+		nk__strbuf_printf(b, "\n");
+	}
+}
+
+static json_t *json_traffic(const struct nk__job *j)
+{
+	json_t *o = json_object(), *pairs = json_array();
+	json_object_set_new(o, "ranks_recorded", json_integer((json_int_t)j->comm_ranks));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)j->comm_bytes));
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		const struct nk__job_pair *p = &j->pairs[i];
+		json_t *po = json_object();
+		json_object_set_new(po, "from", json_integer(p->from));
+		json_object_set_new(po, "to", json_integer(p->to));
+		json_object_set_new(po, "p2p_messages", json_integer((json_int_t)p->p2p_messages));
+		json_object_set_new(po, "p2p_bytes", json_integer((json_int_t)p->p2p_bytes));
+		json_object_set_new(po, "collective_messages", json_integer((json_int_t)p->coll_messages));
+		json_object_set_new(po, "collective_bytes", json_integer((json_int_t)p->coll_bytes));
+		json_array_append_new(pairs, po);
+	}
+	json_object_set_new(o, "pairs", pairs);
+	return o;
+}
+
+/* The rank x rank traffic heat map: each cell the share of the heaviest cell. */
+static void html_traffic(struct nk__strbuf *b, const struct nk__job *j)
+{
+	char s1[64];
+	if (!j->comm_ranks) {
+		nk__strbuf_printf(b, "<p>Not recorded: the program does not link an MPI numakit has wrappers for (Open MPI, "
+				     "MPICH's ABI), or the ranks ran with <code>--no-mpi-traffic</code>.</p>\n");
+		return;
+	}
+	nk__strbuf_printf(b, "<p>%zu of %zu ranks recorded it: %s sent in all (means per run).</p>\n", j->comm_ranks,
+			  j->n_ranks, nk__rep_size(j->comm_bytes, s1, sizeof s1));
+	size_t nr = j->n_ranks > 256 ? 256 : j->n_ranks;
+	uint64_t max = 0;
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		uint64_t x = j->pairs[i].p2p_bytes + j->pairs[i].coll_bytes;
+		max = x > max ? x : max;
+	}
+	int cell = nr > 64 ? 4 : nr > 24 ? 12 : 26, lw = 70, th = 26;
+	int w = lw + (int)nr * cell + 10, ht = th + (int)nr * cell + 6;
+	nk__strbuf_printf(b, "<figure><figcaption>bytes sent, row rank to column rank (darker: more)%s</figcaption>"
+			     "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">",
+			  nr < j->n_ranks ? "; the first 256 ranks" : "", w, ht, w, ht);
+	for (size_t r = 0; r < nr; r++) {
+		int y = th + (int)r * cell;
+		if (cell >= 12)
+			nk__strbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"ax\" text-anchor=\"end\">rank %d</text>", lw - 6,
+					  y + cell / 2 + 4, j->ranks[r].rank);
+		for (size_t c = 0; c < nr; c++) {
+			uint64_t x = sent(j, j->ranks[r].rank, j->ranks[c].rank);
+			double f = max ? (double)x / (double)max : 0;
+			nk__strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"", lw + (int)c * cell,
+					  y, cell - 1, cell - 1);
+			nk__html_heat(b, f, 0);
+			nk__strbuf_printf(b, "\"><title>rank %d to rank %d: %s</title></rect>", j->ranks[r].rank,
+					  j->ranks[c].rank, nk__rep_size(x, s1, sizeof s1));
+		}
+	}
+	nk__strbuf_printf(b, "</svg></figure>\n");
+}
+
 /* ---------------------------------------------------------------- text */
 
 /* @p text after @p indent spaces, wrapped at spaces to 100 columns, continuation lines 2 further in. */
@@ -344,6 +533,8 @@ static void text_report(const struct nk__job *j, struct nk__strbuf *b)
 	if (left)
 		nk__strbuf_printf(b, "  ... %zu more ranks in --json\n", left);
 
+	text_traffic(j, b);
+
 	if (j->n_warnings) {
 		nk__strbuf_printf(b, "\n== Warnings ==\n");
 		for (size_t i = 0; i < j->n_warnings; i++)
@@ -547,6 +738,7 @@ static json_t *json_report(const struct nk__job *j)
 		json_array_append_new(vars, vo);
 	}
 	json_object_set_new(r, "variables", vars);
+	json_object_set_new(r, "mpi_traffic", json_traffic(j));
 	for (size_t i = 0; i < j->n_warnings; i++)
 		json_array_append_new(warns, json_string(j->warnings[i]));
 	json_object_set_new(r, "warnings", warns);
@@ -744,6 +936,8 @@ static void html_report(const struct nk__job *j, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "</td></tr>\n");
 	}
 	nk__strbuf_printf(b, "</table>\n");
+	nk__strbuf_printf(b, "<h2>MPI traffic</h2>\n");
+	html_traffic(b, j);
 	if (j->n_warnings) {
 		nk__strbuf_printf(b, "<h2>Warnings</h2>\n<ul>");
 		for (size_t i = 0; i < j->n_warnings; i++) {

@@ -8,7 +8,8 @@ import struct
 import sys
 
 TYPES = {1: "RUN", 2: "MACHINE", 3: "PROCESS", 4: "META", 5: "MAPS", 6: "THREAD", 7: "SITE", 8: "ALLOC",
-         9: "FREE", 10: "NAME", 11: "PHASE", 12: "SAMPLES", 13: "END", 14: "TRAILER", 15: "BLOCKS"}
+         9: "FREE", 10: "NAME", 11: "PHASE", 12: "SAMPLES", 13: "END", 14: "TRAILER", 15: "BLOCKS",
+         16: "COMM"}
 SAMPLE = struct.Struct("<QQQIIIhhhHBBBB")
 BLOCK = struct.Struct("<QQIIIHH")  # small-block events (--small-blocks): addr, time, size, site, tid, kind, reserved
 assert BLOCK.size == 32
@@ -53,6 +54,11 @@ def decode(t, p):
         if len(p) % 48:
             raise PartError("SAMPLES length")
         return name, [SAMPLE.unpack_from(p, o) for o in range(0, len(p), 48)]
+    if name == "COMM":
+        rank, size, n, flags, t_ns = struct.unpack_from("<IIIIQ", p)
+        peers = [dict(zip(("peer", "kind", "messages", "bytes"), struct.unpack_from("<IIQQ", p, 24 + 24 * i)))
+                 for i in range(n)]
+        return name, {"rank": rank, "size": size, "flags": flags, "time_ns": t_ns, "peers": peers}
     if name == "BLOCKS":
         if len(p) % BLOCK.size:
             raise PartError("BLOCKS length")

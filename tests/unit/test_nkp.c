@@ -441,6 +441,20 @@ static void no_end_then_process(struct fb *f)
 	struct nk__nkp_process pr = { 9, 1, 1 };
 	fb_rec(f, NK__NKP_PROCESS, &pr, sizeof pr);
 }
+static void comm_rec(struct fb *f, uint32_t rank, uint32_t size, uint32_t n, size_t ne)
+{
+	static const struct nk__nkp_comm_peer e[2] = { { 1, NK__COMM_P2P, 5, 40000 }, { 2, NK__COMM_COLL, 1, 64 } };
+	struct nk__nkp_comm c = { rank, size, n, NK__COMM_FINALIZED, 5 };
+	assert_int_equal(nk__nkp_write2(&f->w, NK__NKP_COMM | NK__NKP_OPTIONAL, &c, sizeof c, e, ne * sizeof e[0]), 0);
+}
+static void good_comm(struct fb *f) { comm_rec(f, 0, 3, 2, 2); }
+static void good_comm_none(struct fb *f) { comm_rec(f, 2, 3, 0, 0); }
+static void bad_comm_rank(struct fb *f) { comm_rec(f, 3, 3, 2, 2); }
+static void bad_comm_size(struct fb *f) { comm_rec(f, 0, 0, 0, 0); }
+static void bad_comm_len(struct fb *f) { comm_rec(f, 0, 3, 3, 2); }
+static void bad_comm_many(struct fb *f) { comm_rec(f, 0, 1, 3, 2); }
+static void bad_comm_peer(struct fb *f) { comm_rec(f, 0, 2, 2, 2); }
+static void bad_comm_twice(struct fb *f) { good_comm(f); good_comm(f); }
 static void nothing(struct fb *f) { (void)f; }
 
 static void test_body_errors(void **state)
@@ -483,6 +497,14 @@ static void test_body_errors(void **state)
 	expect_body_err(bad_end_json, NK_EPARSE, "END record: JSON does not parse");
 	expect_body_err(bad_end_array, NK_EPARSE, "END record: JSON text is not an object");
 	expect_body_err(no_end_then_process, NK_EPARSE, "process 100 (PROCESS at offset");
+	expect_body_err(good_comm, 0, "");
+	expect_body_err(good_comm_none, 0, "");
+	expect_body_err(bad_comm_rank, NK_EPARSE, "COMM record: rank 3 of 3 out of range");
+	expect_body_err(bad_comm_size, NK_EPARSE, "COMM record: rank 0 of 0 out of range");
+	expect_body_err(bad_comm_len, NK_EPARSE, "COMM record: length 72 does not match 3 peers (expected 96)");
+	expect_body_err(bad_comm_many, NK_EPARSE, "COMM record: 3 peers, more than 2 x size 1");
+	expect_body_err(bad_comm_peer, NK_EPARSE, "COMM record: peer 1: rank 2 kind 1 out of range");
+	expect_body_err(bad_comm_twice, NK_EPARSE, "COMM record: a second COMM record for process 100");
 	expect_body_err(nothing, 0, "");
 }
 
