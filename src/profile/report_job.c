@@ -160,22 +160,27 @@ static const char *where_pair(const struct nk__job *j, int a, int b)
 	return strcmp(ra->host, rb->host) ? "different hosts" : "same host";
 }
 
+static void bullet_indent(struct nk__strbuf *b, int indent, const char *text);
+
 static void text_traffic(const struct nk__job *j, struct nk__strbuf *b)
 {
 	char s1[64];
 	nk__strbuf_printf(b, "\n== MPI traffic (bytes sent, means per run) ==\n");
 	if (!j->comm_ranks) {
-		nk__strbuf_printf(b, "  not recorded: the program does not link an MPI numakit has wrappers for (Open MPI, "
-				     "MPICH's ABI), or the ranks ran with --no-mpi-traffic\n");
+		bullet_indent(b, 2, "not recorded: the program does not link an MPI numakit has wrappers for (Open MPI, "
+				    "MPICH's ABI), or the ranks ran with --no-mpi-traffic");
 		return;
 	}
 	uint64_t p2p = 0;
 	for (size_t i = 0; i < j->n_pairs; i++)
 		p2p += j->pairs[i].p2p_bytes;
-	nk__strbuf_printf(b, "%zu of %zu ranks recorded it: %s in all, %.0f%% point-to-point, the rest collectives "
-			     "(each rank's share of them by the MPI standard's definition)\n",
+	struct nk__strbuf t = { 0 };
+	nk__strbuf_printf(&t, "%zu of %zu ranks recorded it: %s in all, %.0f%% point-to-point, the rest collectives "
+			      "(each rank's share of them by the MPI standard's definition)",
 			  j->comm_ranks, j->n_ranks, nk__rep_size(j->comm_bytes, s1, sizeof s1),
 			  j->comm_bytes ? 100.0 * (double)p2p / (double)j->comm_bytes : 0.0);
+	bullet_indent(b, 0, t.s ? t.s : "?");
+	free(t.s);
 	size_t nu = 0;
 	struct upair *u = upairs(j, &nu);
 	if (!u)
