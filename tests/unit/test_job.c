@@ -623,6 +623,77 @@ static void test_load(void **state)
 	nk__job_free(j);
 }
 
+/* The job's MPI traffic from its ranks' COMM sums: pairs, means per run, ranks left out and warned about. */
+static void set_comm(struct nk__analysis *a, uint32_t rank, const struct nk__an_comm_peer *c, size_t n)
+{
+	a->comm_procs = 1;
+	a->comm_rank = rank;
+	a->comm_size = 4;
+	a->n_comm = n;
+	a->comm = malloc(n * sizeof *c);
+	assert_non_null(a->comm);
+	memcpy(a->comm, c, n * sizeof *c);
+}
+
+static void test_traffic(void **state)
+{
+	(void)state;
+	static const struct nk__an_comm_peer c0[] = { { 1, NK__COMM_P2P, 10, 1000 }, { 1, NK__COMM_COLL, 2, 64 },
+						      { 3, NK__COMM_P2P, 1, 8 } };
+	static const struct nk__an_comm_peer c1[] = { { 0, NK__COMM_P2P, 10, 2001 } };
+	struct nk__job *j = NULL;
+	assert_int_equal(nk__job_begin(NULL, &j), 0);
+	j->size = 4;
+	for (int k = 0; k < 4; k++) {
+		struct pbuild b;
+		pb_init(&b, M2, 1, NK__SAMPLER_TRACE);
+		rank_samples(&b, 0, 0, NK__SAMPLER_TRACE);
+		struct nk__analysis *a = analyze(&b);
+		if (k == 0)
+			set_comm(a, 0, c0, 3);
+		if (k == 1) {
+			set_comm(a, 1, c1, 1);
+			a->runs = 2; /* totals over 2 runs: means per run in the job */
+		}
+		if (k == 3)
+			set_comm(a, 2, c1, 1); /* says it is rank 2: left out */
+		struct nk__job_peek pk = peek_of(k, 4, "h");
+		assert_int_equal(nk__job_add_rank(j, &pk, "r", a), 0);
+		nk__analysis_free(a);
+		pb_free(&b);
+	}
+	assert_int_equal(nk__job_finish(j), 0);
+	assert_int_equal(j->comm_ranks, 2);
+	assert_int_equal(j->n_pairs, 3);
+	const struct nk__job_pair want[3] = { { 0, 1, 10, 1000, 2, 64 }, { 0, 3, 1, 8, 0, 0 }, { 1, 0, 5, 1001, 0, 0 } };
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(j->pairs[i].from, want[i].from);
+		assert_int_equal(j->pairs[i].to, want[i].to);
+		assert_int_equal(j->pairs[i].p2p_messages, want[i].p2p_messages);
+		assert_int_equal(j->pairs[i].p2p_bytes, want[i].p2p_bytes);
+		assert_int_equal(j->pairs[i].coll_messages, want[i].coll_messages);
+		assert_int_equal(j->pairs[i].coll_bytes, want[i].coll_bytes);
+	}
+	assert_int_equal(j->comm_bytes, 1000 + 64 + 8 + 1001);
+	int mismatch = 0, without = 0;
+	for (size_t i = 0; i < j->n_warnings; i++) {
+		mismatch += strstr(j->warnings[i], "rank 3 is rank 2 of 4 in MPI_COMM_WORLD") != NULL;
+		without += strstr(j->warnings[i], "1 of 4 ranks recorded no MPI traffic (rank 2 first)") != NULL;
+	}
+	assert_int_equal(mismatch, 1);
+	assert_int_equal(without, 1);
+	char *text = NULL, *json = NULL;
+	nk_error err = { 0 };
+	assert_int_equal(nk__job_report(j, NK_REPORT_TEXT, &text, &err), 0);
+	assert_non_null(strstr(text, "rank 0 <-> rank 1"));
+	assert_non_null(strstr(text, "17 messages, same host"));
+	assert_int_equal(nk__job_report(j, NK_REPORT_JSON, &json, &err), 0);
+	assert_non_null(strstr(json, "\"ranks_recorded\": 2"));
+	free(text);
+	free(json);
+	nk__job_free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -632,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_differ_and_reports),
 		cmocka_unit_test(test_wide_machines),
 		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_traffic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
