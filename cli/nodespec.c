@@ -20,12 +20,17 @@
 
 #define SPEC_MAX_ID 0xfffff /* far above any node or cpu id; keeps the arithmetic in int */
 
+static const char *const devices[] = { "netdev:", "file:", "ip:", "block:", "pci:" };
+
 int cli_spec_is_numactl(const char *text)
 {
 	if (!text)
 		return 0;
 	if (*text == '!' || *text == '+')
 		return 1;
+	for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
+		if (!strncmp(text, devices[i], strlen(devices[i])))
+			return 1; /* refused by cli_spec_parse, by name */
 	return !strcmp(text, "all");
 }
 
@@ -151,7 +156,6 @@ static long item_id(const char **s, int relative, const char *text, const char *
 int cli_spec_parse(const char *text, const char *what, const int *allowed, size_t n, int *out, char *why,
 		   size_t whycap)
 {
-	static const char *const devices[] = { "netdev:", "file:", "ip:", "block:", "pci:" };
 	const char *s = text;
 	unsigned char *in;
 	int invert = 0, relative = 0, k = 0;

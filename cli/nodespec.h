@@ -12,7 +12,8 @@
 /**
  * Whether @p text uses numactl's own forms, which mean something only
  * against this process's allowed set: "all", a leading "+" (relative) or
- * "!" (inverse).  A plain list ("0-2,5") is not: numakit takes it as every
+ * "!" (inverse); and its device forms ("netdev:eth0"), which
+ * cli_spec_parse() refuses by name.  A plain list ("0-2,5") is not: numakit takes it as every
  * list option does, each id checked against the machine by the library.
  */
 int cli_spec_is_numactl(const char *text);

@@ -140,6 +140,7 @@ static void test_is_numactl(void **state)
 	assert_false(cli_spec_is_numactl("0-1"));
 	assert_false(cli_spec_is_numactl("rank:0"));
 	assert_false(cli_spec_is_numactl("allx"));
+	assert_true(cli_spec_is_numactl("netdev:eth0"));
 	assert_false(cli_spec_is_numactl(NULL));
 }
 
