@@ -43,19 +43,28 @@ const char cli_run_usage[] =
 	"                   [--dry-run [--json] [--fsroot DIR | --xml FILE\n"
 	"                              | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
+	"       numakit run [numactl's options] [--] COMMAND [ARG...]\n"
+	"       numakit run -s | -H\n"
 	"\n"
 	"Run COMMAND with a process-wide memory policy and/or cpu set, inherited by\n"
 	"all its threads and children.  Node and cpu lists look like \"0-3,8\".\n"
 	"\n"
 	"Options:\n"
-	"  --membind NODES         allocate only on NODES\n"
-	"  --interleave NODES      spread pages round robin over NODES\n"
+	"  -m, --membind NODES     allocate only on NODES\n"
+	"  -i, --interleave NODES  spread pages round robin over NODES\n"
 	"  --weighted NODE=W,...   weighted interleave (Linux >= 6.9) with the system's\n"
 	"                          weights, which must equal W (numakit never changes\n"
 	"                          them); a plain node list takes the system's weights\n"
-	"  --preferred NODE        prefer NODE, fall back to others when it is full\n"
-	"  --preferred-many NODES  prefer the set NODES (Linux >= 5.15)\n"
-	"  --cpus CPUS             run only on CPUS\n"
+	"  -w, --weighted-interleave NODES\n"
+	"                          weighted interleave over NODES with the system's\n"
+	"                          weights (numactl's meaning; as --weighted NODES)\n"
+	"  -p, --preferred NODE    prefer NODE, fall back to others when it is full\n"
+	"  -P, --preferred-many NODES\n"
+	"                          prefer the set NODES (Linux >= 5.15)\n"
+	"  -l, --localalloc        allocate on the node the thread runs on\n"
+	"  --cpus CPUS, -C, --physcpubind CPUS\n"
+	"                          run only on CPUS\n"
+	"  -N, --cpunodebind NODES run only on the allowed cpus of NODES\n"
 	"  --pin SPEC              pin the OpenMP threads: SPEC is compact, scatter,\n"
 	"                          sharing:FILE, file:FILE or a cpu list in thread order\n"
 	"                          (\"3,1,0-2\"); sets OMP_PLACES, OMP_PROC_BIND=close,\n"
@@ -73,7 +82,23 @@ const char cli_run_usage[] =
 	"  --json                  with --dry-run: the same as one JSON object\n"
 	"  --fsroot DIR, --xml FILE, --synthetic DESC, --machine FILE\n"
 	"                          check against that machine (only with --dry-run)\n"
+	"  -s, --show              print this process's memory policy and cpus, once the\n"
+	"                          options before it are set, as numactl --show\n"
+	"  -H, --hardware          print the nodes, their cpus, sizes and distances as\n"
+	"                          numactl --hardware (of the machine --fsroot, --xml,\n"
+	"                          ... before it chose, if any)\n"
+	"                          With -s or -H, as in numactl, the words after it are\n"
+	"                          not read and no COMMAND is run\n"
 	"  -h, --help              show this help\n"
+	"\n"
+	"The short options and --physcpubind, --cpunodebind, --localalloc, --show,\n"
+	"--hardware and --weighted-interleave are numactl's, with numactl's meaning\n"
+	"(numactl(8)); as in numactl, the last cpu option wins.  NODES and CPUS may also\n"
+	"be numactl's forms: all (what this process may use), +LIST (positions in that,\n"
+	"from 0), !LIST (all but LIST), !+LIST, and for NODES same (the node list given\n"
+	"before).  numactl's --all, --balancing, --cpubind and shared-memory options\n"
+	"(--shm, --shmid, --file, --offset, --length, --strict, --shmmode, --huge,\n"
+	"--touch, --dump, --dump-nodes) are refused with status 2.\n"
 	"\n"
 	"In an MPI job (mpirun/mpiexec/srun -n N numakit run ... -- ./app) NODES, CPUS\n"
 	"and SPEC may be rank-relative: the local ranks of a host share its nodes and\n"
@@ -121,7 +146,7 @@ struct run_opts {
 	const char *cpuspec;    /* -C/--physcpubind in numactl's forms */
 	const char *cpunodes;   /* -N/--cpunodebind: run on the allowed cpus of these nodes */
 	const char *last_nodes; /* the last node list given: what numactl's "same" repeats */
-	int info;               /* 's' (-s/--show) or 'H' (-H/--hardware), the first given; 0: none */
+	int info;               /* 's' (-s/--show) or 'H' (-H/--hardware): the last option read; 0: none */
 };
 
 enum { OPT_WEIGHTED = 256, OPT_CPUS,
@@ -960,7 +985,7 @@ int cli_cmd_run(int argc, char **argv)
 	 * '+': the first non-option word is the command; its options are its own.
 	 * The short options are numactl's (numactl(8)), with numactl's meaning.
 	 */
-	while (!rc && (c = getopt_long(argc, argv, "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD", opts, NULL)) != -1) {
+	while (!rc && !o.info && (c = getopt_long(argc, argv, "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			rc = set_kind(&o, NK_PROCESS_MEMBIND, "--membind", optarg);
@@ -1011,8 +1036,7 @@ int cli_cmd_run(int argc, char **argv)
 		}
 		case 's':
 		case 'H':
-			if (!o.info)
-				o.info = c;
+			o.info = c; /* numactl prints and exits here: the words after it are not read */
 			break;
 		case 'a':
 		case 'b':
