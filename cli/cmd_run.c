@@ -234,7 +234,7 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 		goto out;
 	if (o->pin || o->ncpus) {
 		fprintf(stderr, "numakit run: %s given: the plan's pinning (%s) is not used\n",
-			o->pin ? "--pin" : o->cpu_opt, spec);
+			o->pin ? "--pin" : o->cpu_opt ? o->cpu_opt : "--cpus", spec);
 		goto out;
 	}
 	/* The user pins the OpenMP threads already: theirs wins, as --pin's would (--pin refuses these). */
@@ -969,6 +969,11 @@ int cli_cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/*
+	 * '+': the first non-option word is the command; its options are its own.
+	 * The short options are numactl's (numactl(8)), with numactl's meaning.
+	 */
+	static const char shorts[] = "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD";
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
 	struct pin_plan pp = { 0 };
 	struct cli_job job = { 0 };
@@ -982,11 +987,7 @@ int cli_cmd_run(int argc, char **argv)
 	char **cmd;
 
 	opterr = 0;
-	/*
-	 * '+': the first non-option word is the command; its options are its own.
-	 * The short options are numactl's (numactl(8)), with numactl's meaning.
-	 */
-	while (!rc && !o.info && (c = getopt_long(argc, argv, "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD", opts, NULL)) != -1) {
+	while (!rc && !o.info && (c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			rc = set_kind(&o, NK_PROCESS_MEMBIND, "--membind", optarg);
