@@ -173,6 +173,32 @@ char *cli_list_alloc(const int *ids, size_t n);
 typedef int (*cli_ids_fn)(const nk_machine *m, int arg, int *ids, size_t cap);
 int cli_get_ids(const nk_machine *m, cli_ids_fn fn, int arg, int **out);
 
+/* ---- numakit run's numactl options (run_numactl.c; their grammar: nodespec.h) ---- */
+
+/** What numactl's node forms count in: for a memory policy the allowed nodes with memory, for
+ *  -N/--cpunodebind the nodes with an allowed cpu; for -C the allowed cpus.  Increasing, malloc'ed
+ *  into *out (NULL when none); count or NK_ENOMEM. */
+int cli_numactl_mem_nodes(const nk_machine *m, int **out);
+int cli_numactl_cpu_nodes(const nk_machine *m, int **out);
+int cli_numactl_cpus(const nk_machine *m, int **out);
+
+/**
+ * -N/--cpunodebind: the allowed cpus of @p nodes, increasing, malloc'ed into *out.  A node that does
+ * not exist or has no cpus: CLI_EXIT_USAGE; one none of whose cpus is allowed: CLI_EXIT_FAIL (as a
+ * disallowed cpu of --cpus); message printed.
+ */
+int cli_numactl_node_cpus(const nk_machine *m, const int *nodes, size_t n, int **out, size_t *ncpus);
+
+/** -H/--hardware: @p m as numactl --hardware prints a machine; exit status. */
+int cli_numactl_hardware(const nk_machine *m);
+
+/** -s/--show: the calling process's memory policy and cpus as numactl --show prints them; exit status. */
+int cli_numactl_show(void);
+
+/** Refuse numactl's option @p opt (its long name), which numakit does not honour, naming the numakit
+ *  way where there is one; CLI_EXIT_USAGE. */
+int cli_numactl_refuse(const char *opt);
+
 /* ---- numakit run in a parallel job (run_job.c) ---- */
 
 /** A rank's view of its job: who it is, the host's layout, its share. */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nodespec.h"
 
 const char cli_run_usage[] =
 	"usage: numakit run [--membind NODES | --interleave NODES | --weighted NODE=W,...\n"
@@ -42,19 +43,28 @@ const char cli_run_usage[] =
 	"                   [--dry-run [--json] [--fsroot DIR | --xml FILE\n"
 	"                              | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
+	"       numakit run [numactl's options] [--] COMMAND [ARG...]\n"
+	"       numakit run -s | -H\n"
 	"\n"
 	"Run COMMAND with a process-wide memory policy and/or cpu set, inherited by\n"
 	"all its threads and children.  Node and cpu lists look like \"0-3,8\".\n"
 	"\n"
 	"Options:\n"
-	"  --membind NODES         allocate only on NODES\n"
-	"  --interleave NODES      spread pages round robin over NODES\n"
+	"  -m, --membind NODES     allocate only on NODES\n"
+	"  -i, --interleave NODES  spread pages round robin over NODES\n"
 	"  --weighted NODE=W,...   weighted interleave (Linux >= 6.9) with the system's\n"
 	"                          weights, which must equal W (numakit never changes\n"
 	"                          them); a plain node list takes the system's weights\n"
-	"  --preferred NODE        prefer NODE, fall back to others when it is full\n"
-	"  --preferred-many NODES  prefer the set NODES (Linux >= 5.15)\n"
-	"  --cpus CPUS             run only on CPUS\n"
+	"  -w, --weighted-interleave NODES\n"
+	"                          weighted interleave over NODES with the system's\n"
+	"                          weights (numactl's meaning; as --weighted NODES)\n"
+	"  -p, --preferred NODE    prefer NODE, fall back to others when it is full\n"
+	"  -P, --preferred-many NODES\n"
+	"                          prefer the set NODES (Linux >= 5.15)\n"
+	"  -l, --localalloc        allocate on the node the thread runs on\n"
+	"  --cpus CPUS, -C, --physcpubind CPUS\n"
+	"                          run only on CPUS\n"
+	"  -N, --cpunodebind NODES run only on the allowed cpus of NODES\n"
 	"  --pin SPEC              pin the OpenMP threads: SPEC is compact, scatter,\n"
 	"                          sharing:FILE, file:FILE or a cpu list in thread order\n"
 	"                          (\"3,1,0-2\"); sets OMP_PLACES, OMP_PROC_BIND=close,\n"
@@ -71,8 +81,25 @@ const char cli_run_usage[] =
 	"                          the layout of every local rank of this host)\n"
 	"  --json                  with --dry-run: the same as one JSON object\n"
 	"  --fsroot DIR, --xml FILE, --synthetic DESC, --machine FILE\n"
-	"                          check against that machine (only with --dry-run)\n"
+	"                          check against that machine (only with --dry-run),\n"
+	"                          or show it (-H)\n"
+	"  -s, --show              print this process's memory policy and cpus, once the\n"
+	"                          options before it are set, as numactl --show\n"
+	"  -H, --hardware          print the nodes, their cpus, sizes and distances as\n"
+	"                          numactl --hardware (of the machine --fsroot, --xml,\n"
+	"                          ... before it chose, if any)\n"
+	"                          With -s or -H, as in numactl, the words after it are\n"
+	"                          not read and no COMMAND is run\n"
 	"  -h, --help              show this help\n"
+	"\n"
+	"The short options and --physcpubind, --cpunodebind, --localalloc, --show,\n"
+	"--hardware and --weighted-interleave are numactl's, with numactl's meaning\n"
+	"(numactl(8)); as in numactl, the last cpu option wins.  NODES and CPUS may also\n"
+	"be numactl's forms: all (what this process may use), +LIST (positions in that,\n"
+	"from 0), !LIST (all but LIST), !+LIST, and for NODES same (the node list given\n"
+	"before).  numactl's --all, --balancing, --cpubind and shared-memory options\n"
+	"(--shm, --shmid, --file, --offset, --length, --strict, --shmmode, --huge,\n"
+	"--touch, --dump, --dump-nodes) are refused with status 2.\n"
 	"\n"
 	"In an MPI job (mpirun/mpiexec/srun -n N numakit run ... -- ./app) NODES, CPUS\n"
 	"and SPEC may be rank-relative: the local ranks of a host share its nodes and\n"
@@ -114,9 +141,16 @@ struct run_opts {
 	const char *rel_cpus;  /* --cpus rank[:LIST] */
 	char *pin_rank;        /* --pin rank[:...] mapped into the share */
 	int json;              /* --json (with --dry-run) */
+	/* numactl's options (numactl(8)); their node and cpu forms are cli/nodespec.c's */
+	const char *nspec;      /* the policy's nodes in numactl's forms (all, +N, !N): resolved on the machine */
+	const char *cpu_opt;    /* the option that chose the cpus (the last one wins, as in numactl) */
+	const char *cpuspec;    /* -C/--physcpubind in numactl's forms */
+	const char *cpunodes;   /* -N/--cpunodebind: run on the allowed cpus of these nodes */
+	const char *last_nodes; /* the last node list given: what numactl's "same" repeats */
+	int info;               /* 's' (-s/--show) or 'H' (-H/--hardware): the last option read; 0: none */
 };
 
-enum { OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_WEIGHTED, OPT_PREFERRED, OPT_PREFERRED_MANY, OPT_CPUS,
+enum { OPT_WEIGHTED = 256, OPT_CPUS,
        OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS, OPT_PLAN, OPT_LOG,
        OPT_JSON };
 
@@ -199,8 +233,8 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 	if (!spec)
 		goto out;
 	if (o->pin || o->ncpus) {
-		fprintf(stderr, "numakit run: %s given: the plan's pinning (%s) is not used\n", o->pin ? "--pin" : "--cpus",
-			spec);
+		fprintf(stderr, "numakit run: %s given: the plan's pinning (%s) is not used\n",
+			o->pin ? "--pin" : o->cpu_opt ? o->cpu_opt : "--cpus", spec);
 		goto out;
 	}
 	/* The user pins the OpenMP threads already: theirs wins, as --pin's would (--pin refuses these). */
@@ -380,19 +414,108 @@ static int parse_weighted(const char *text, struct run_opts *o)
 	return 0;
 }
 
+/* numactl's "same": the node list given before (NULL: none, message printed). */
+static const char *same_nodes(struct run_opts *o, const char *opt, const char *arg)
+{
+	const char *text = cli_spec_same(arg, &o->last_nodes);
+
+	if (!text)
+		cli_usage_error("run", "%s same: no node list comes before it (numactl's \"same\" repeats the "
+				       "previous one)", opt);
+	return text;
+}
+
 static int set_kind(struct run_opts *o, int kind, const char *opt, const char *arg)
 {
 	if (o->kind >= 0)
 		return cli_usage_error("run", "%s and %s cannot be combined: choose one policy", o->kind_opt, opt);
 	o->kind = kind;
 	o->kind_opt = opt;
+	if (kind == NK_PROCESS_LOCAL)
+		return 0;
 	if (cli_job_is_relative(arg)) { /* mapped into the rank's share once the machine is known */
 		o->rel_nodes = arg;
+		return 0;
+	}
+	if (!(kind == NK_PROCESS_WEIGHTED && strchr(arg, '=')) && !(arg = same_nodes(o, opt, arg)))
+		return CLI_EXIT_USAGE;
+	if (cli_spec_is_numactl(arg)) { /* all, +N, !N: resolved against the allowed nodes */
+		o->nspec = arg;
 		return 0;
 	}
 	if (kind == NK_PROCESS_WEIGHTED)
 		return parse_weighted(arg, o);
 	return parse_ids(opt, arg, &o->nodes, &o->n);
+}
+
+/* One of numactl's forms against @p allowed (k ids, or a negative NK_E*) into a new array. */
+static int spec_ids(const char *opt, const char *text, const char *what, int *allowed, int k, int **out,
+		    size_t *n)
+{
+	char why[256];
+	int got;
+
+	if (k < 0 || !(*out = malloc((size_t)(k > 0 ? k : 1) * sizeof **out))) {
+		free(allowed);
+		cli_error("run", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	got = cli_spec_parse(text, what, allowed, (size_t)k, *out, why, sizeof why);
+	free(allowed);
+	if (got < 0)
+		return cli_usage_error("run", "%s: %s", opt, why);
+	if (got == 0)
+		return cli_usage_error("run", "%s %s: no %s is left", opt, text, what);
+	*n = (size_t)got;
+	return 0;
+}
+
+/*
+ * numactl's node and cpu forms (all, +N, !N) mean something only against the
+ * sets this process may use, known once the machine is: the policy's nodes,
+ * -C's cpus, and -N's nodes, whose allowed cpus the command then runs on.
+ */
+static int resolve_numactl(struct run_opts *o, const nk_machine *m)
+{
+	int *allowed = NULL, *nodes = NULL;
+	size_t nn = 0;
+	int k, rc = 0;
+
+	if (o->nspec) {
+		k = cli_numactl_mem_nodes(m, &allowed);
+		if ((rc = spec_ids(o->kind_opt, o->nspec, "node", allowed, k, &o->nodes, &o->n)))
+			return rc;
+		if (o->kind == NK_PROCESS_PREFERRED && o->n != 1)
+			return cli_usage_error("run", "%s %s: %zu nodes; --preferred takes one node (--preferred-many "
+						      "takes a set)", o->kind_opt, o->nspec, o->n);
+	}
+	if (o->cpuspec) {
+		k = cli_numactl_cpus(m, &allowed);
+		if ((rc = spec_ids(o->cpu_opt, o->cpuspec, "cpu", allowed, k, &o->cpus, &o->ncpus)))
+			return rc;
+	}
+	if (o->cpunodes) {
+		if (cli_spec_is_numactl(o->cpunodes)) {
+			k = cli_numactl_cpu_nodes(m, &allowed);
+			rc = spec_ids(o->cpu_opt, o->cpunodes, "node", allowed, k, &nodes, &nn);
+		} else {
+			rc = parse_ids(o->cpu_opt, o->cpunodes, &nodes, &nn);
+		}
+		if (!rc)
+			rc = cli_numactl_node_cpus(m, nodes, nn, &o->cpus, &o->ncpus);
+		free(nodes);
+	}
+	return rc;
+}
+
+/* A cpu option (--cpus, -C, -N): the last one given wins, as in numactl. */
+static void reset_cpus(struct run_opts *o, const char *opt)
+{
+	free(o->cpus);
+	o->cpus = NULL;
+	o->ncpus = 0;
+	o->rel_cpus = o->cpuspec = o->cpunodes = NULL;
+	o->cpu_opt = opt;
 }
 
 /* NK_E* of the library -> exit status: the user's input, or the system. */
@@ -414,6 +537,8 @@ static const char *policy_word(int kind)
 		return "preferred";
 	case NK_PROCESS_PREFERRED_MANY:
 		return "preferred-many";
+	case NK_PROCESS_LOCAL:
+		return "local";
 	default:
 		return "default";
 	}
@@ -617,7 +742,9 @@ static void print_plan(const struct run_opts *o, const struct pin_plan *pp, char
 
 	if (o->kind >= 0) {
 		printf("memory policy: %s", policy_word(o->kind));
-		if (o->weights) {
+		if (!o->n) {
+			/* default, local: no nodes */
+		} else if (o->weights) {
 			for (size_t i = 0; i < o->n; i++)
 				printf("%s%d=%u", i ? "," : " ", o->nodes[i], o->weights[i]);
 		} else {
@@ -802,12 +929,33 @@ static void print_json(const struct run_opts *o, const struct pin_plan *pp, cons
 int cli_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "membind", required_argument, NULL, OPT_MEMBIND },
-		{ "interleave", required_argument, NULL, OPT_INTERLEAVE },
+		{ "membind", required_argument, NULL, 'm' },
+		{ "interleave", required_argument, NULL, 'i' },
 		{ "weighted", required_argument, NULL, OPT_WEIGHTED },
-		{ "preferred", required_argument, NULL, OPT_PREFERRED },
-		{ "preferred-many", required_argument, NULL, OPT_PREFERRED_MANY },
+		{ "weighted-interleave", required_argument, NULL, 'w' },
+		{ "preferred", required_argument, NULL, 'p' },
+		{ "preferred-many", required_argument, NULL, 'P' },
+		{ "localalloc", no_argument, NULL, 'l' },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "physcpubind", required_argument, NULL, 'C' },
+		{ "cpunodebind", required_argument, NULL, 'N' },
+		{ "show", no_argument, NULL, 's' },
+		{ "hardware", no_argument, NULL, 'H' },
+		/* numactl's options numakit refuses (cli_numactl_refuse), so that they are named, not unknown */
+		{ "all", no_argument, NULL, 'a' },
+		{ "balancing", no_argument, NULL, 'b' },
+		{ "cpubind", required_argument, NULL, 'c' },
+		{ "shm", required_argument, NULL, 'S' },
+		{ "shmid", required_argument, NULL, 'I' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "offset", required_argument, NULL, 'o' },
+		{ "length", required_argument, NULL, 'L' },
+		{ "strict", no_argument, NULL, 't' },
+		{ "shmmode", required_argument, NULL, 'M' },
+		{ "huge", no_argument, NULL, 'u' },
+		{ "touch", no_argument, NULL, 'T' },
+		{ "dump", no_argument, NULL, 'd' },
+		{ "dump-nodes", no_argument, NULL, 'D' },
 		{ "pin", required_argument, NULL, OPT_PIN },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
@@ -821,6 +969,11 @@ int cli_cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/*
+	 * '+': the first non-option word is the command; its options are its own.
+	 * The short options are numactl's (numactl(8)), with numactl's meaning.
+	 */
+	static const char shorts[] = "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD";
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
 	struct pin_plan pp = { 0 };
 	struct cli_job job = { 0 };
@@ -834,35 +987,81 @@ int cli_cmd_run(int argc, char **argv)
 	char **cmd;
 
 	opterr = 0;
-	/* '+': the first non-option word is the command; its options are its own. */
-	while (!rc && (c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while (!rc && !o.info && (c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_MEMBIND:
+		case 'm':
 			rc = set_kind(&o, NK_PROCESS_MEMBIND, "--membind", optarg);
 			break;
-		case OPT_INTERLEAVE:
+		case 'i':
 			rc = set_kind(&o, NK_PROCESS_INTERLEAVE, "--interleave", optarg);
 			break;
 		case OPT_WEIGHTED:
 			rc = set_kind(&o, NK_PROCESS_WEIGHTED, "--weighted", optarg);
 			break;
-		case OPT_PREFERRED:
+		case 'w':
+			/* numactl's meaning: a node set, the system's weights */
+			if (strchr(optarg, '='))
+				rc = cli_usage_error("run", "--weighted-interleave takes nodes and uses the system's weights "
+							    "(as numactl's); --weighted NODE=W,... checks the weights");
+			else
+				rc = set_kind(&o, NK_PROCESS_WEIGHTED, "--weighted-interleave", optarg);
+			break;
+		case 'p':
 			rc = set_kind(&o, NK_PROCESS_PREFERRED, "--preferred", optarg);
-			if (!rc && !o.rel_nodes && o.n != 1)
+			if (!rc && !o.rel_nodes && !o.nspec && o.n != 1)
 				rc = cli_usage_error("run", "--preferred takes one node (--preferred-many takes a set)");
 			break;
-		case OPT_PREFERRED_MANY:
+		case 'P':
 			rc = set_kind(&o, NK_PROCESS_PREFERRED_MANY, "--preferred-many", optarg);
 			break;
+		case 'l':
+			rc = set_kind(&o, NK_PROCESS_LOCAL, "--localalloc", NULL);
+			break;
 		case OPT_CPUS:
-			free(o.cpus);
-			o.cpus = NULL;
-			o.ncpus = 0;
-			o.rel_cpus = NULL;
+		case 'C':
+			reset_cpus(&o, c == 'C' ? "--physcpubind" : "--cpus");
 			if (cli_job_is_relative(optarg))
 				o.rel_cpus = optarg;
+			else if (cli_spec_is_numactl(optarg))
+				o.cpuspec = optarg; /* all, +N, !N: resolved against the allowed cpus */
 			else
-				rc = parse_ids("--cpus", optarg, &o.cpus, &o.ncpus);
+				rc = parse_ids(o.cpu_opt, optarg, &o.cpus, &o.ncpus);
+			break;
+		case 'N': {
+			const char *text = same_nodes(&o, "--cpunodebind", optarg);
+
+			reset_cpus(&o, "--cpunodebind");
+			if (!text)
+				rc = CLI_EXIT_USAGE;
+			o.cpunodes = text; /* the nodes' allowed cpus, once the machine is known */
+			break;
+		}
+		case 's':
+		case 'H':
+			o.info = c; /* numactl prints and exits here: the words after it are not read */
+			break;
+		case 'a':
+		case 'b':
+		case 'c':
+		case 'S':
+		case 'I':
+		case 'f':
+		case 'o':
+		case 'L':
+		case 't':
+		case 'M':
+		case 'u':
+		case 'T':
+		case 'd':
+		case 'D':
+			for (const struct option *op = opts; op->name; op++)
+				if (op->val == c) {
+					char name[32];
+
+					snprintf(name, sizeof name, "--%s", op->name);
+					rc = cli_numactl_refuse(name);
+					break;
+				}
 			break;
 		case OPT_PIN:
 			o.pin = optarg;
@@ -910,13 +1109,22 @@ int cli_cmd_run(int argc, char **argv)
 	}
 	if (rc)
 		goto out;
-	if (optind == argc) {
+	if (o.info == 's' && o.dry_run) {
+		rc = cli_usage_error("run", "--show shows this process's policy and cpus: it cannot go with --dry-run");
+		goto out;
+	}
+	if (o.info && (o.pin || o.plan)) {
+		rc = cli_usage_error("run", "%s cannot go with %s", o.info == 's' ? "--show" : "--hardware",
+				     o.pin ? "--pin" : "--plan");
+		goto out;
+	}
+	if (optind == argc && !o.info) {
 		rc = cli_usage_error("run", "no command given");
 		goto out;
 	}
 	cmd = argv + optind;
-	if ((o.pin && (o.ncpus || o.rel_cpus))) {
-		rc = cli_usage_error("run", "--pin and --cpus cannot be combined: --pin chooses the cpus");
+	if ((o.pin && (o.ncpus || o.rel_cpus || o.cpuspec || o.cpunodes))) {
+		rc = cli_usage_error("run", "--pin and %s cannot be combined: --pin chooses the cpus", o.cpu_opt);
 		goto out;
 	}
 	if (o.threads && !o.pin) {
@@ -940,13 +1148,19 @@ int cli_cmd_run(int argc, char **argv)
 		    (rc = cli_check_distinct("run", "--log", o.log, in, 2, NULL, NULL)))
 			goto out;
 	}
-	if (o.src.kind >= 0 && !o.dry_run) {
+	if (o.src.kind >= 0 && !o.dry_run && o.info != 'H') {
 		rc = cli_usage_error("run", "%s needs --dry-run: a policy can only be set on this machine", o.src.opt);
 		goto out;
 	}
 	rc = cli_load_machine(&o.src, "run", &m);
 	if (rc)
 		goto out;
+	if ((rc = resolve_numactl(&o, m)))
+		goto out;
+	if (o.info == 'H') { /* numactl prints and exits: a command is not run */
+		rc = cli_numactl_hardware(m);
+		goto out;
+	}
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
 	if ((rc = job_prepare(&o, m, &job, &in_job, &pin_machine)))
 		goto out;
@@ -985,6 +1199,10 @@ int cli_cmd_run(int argc, char **argv)
 			rc = status_of(rc);
 			goto out;
 		}
+	}
+	if (o.info == 's') { /* after the options before it, as numactl -m 0 -s shows bind */
+		rc = cli_numactl_show();
+		goto out;
 	}
 	if (o.dry_run && o.json) {
 		print_json(&o, &pp, in_job ? &job : NULL, plan, cmd);

@@ -811,6 +811,7 @@ enum nk_process_policy {
 	NK_PROCESS_WEIGHTED = 3,       /**< weighted interleave (MPOL_WEIGHTED_INTERLEAVE, Linux >= 6.9) */
 	NK_PROCESS_PREFERRED = 4,      /**< one preferred node, others when it is full (MPOL_PREFERRED) */
 	NK_PROCESS_PREFERRED_MANY = 5, /**< a preferred node set (MPOL_PREFERRED_MANY, Linux >= 5.15) */
+	NK_PROCESS_LOCAL = 6,          /**< the node the thread runs on (MPOL_LOCAL, numactl --localalloc; node set ignored) */
 };
 
 /** Flags of nk_process_set_policy() and nk_process_set_cpus(). */
@@ -823,7 +824,7 @@ enum nk_process_policy {
  * them), after checking every node against @p m (normally the live machine;
  * with NK_PROCESS_DRY_RUN any machine, and nothing is set).
  * Membind, interleave and preferred-many take a set; preferred exactly one
- * node; weighted a set and, in @p weights (may be NULL: the system's), the
+ * node; default and local none (@p nodes is ignored); weighted a set and, in @p weights (may be NULL: the system's), the
  * weight of each node.  The kernel's weighted interleave uses system-wide
  * weights (/sys/kernel/mm/mempolicy/weighted_interleave/nodeN) and has no
  * per-process ones; numakit never writes them (that needs root and changes
@@ -849,6 +850,17 @@ NK_API int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes
  * allowed set, or the kernel refused).
  */
 NK_API int nk_process_set_cpus(const nk_machine *m, const int *cpus, size_t n, unsigned flags, nk_error *err);
+
+/**
+ * The memory policy of the calling thread, as the kernel holds it (get_mempolicy(2)): its kind into
+ * @p kind (enum nk_process_policy; NK_PROCESS_DEFAULT when none was set) and its node set, increasing,
+ * into @p nodes: at most @p cap ids (@p nodes may be NULL when cap is 0); returns the count (0 for
+ * default and local).  The mode flags (static or relative nodes, NUMA balancing) are not reported.
+ * Thread safety: reads the calling thread's own policy only.
+ * Errors: NK_EINVAL (@p kind NULL), NK_ENOSYS (no memory-policy system calls), NK_ENODATA (a mode
+ * this numakit does not know; *kind is set to -1), NK_ENOMEM.
+ */
+NK_API int nk_process_get_policy(int *kind, int *nodes, size_t cap, nk_error *err);
 
 /**
  * A parsed /proc/PID/numa_maps: one entry per mapping with its policy and

@@ -59,9 +59,9 @@ static void ids_text(const nk_machine *m, ids_fn fn, char *buf, size_t cap)
 static const char *kind_name(int kind)
 {
 	static const char *const names[] = { "default", "membind", "interleave", "weighted interleave",
-					     "preferred", "preferred-many" };
+					     "preferred", "preferred-many", "local" };
 
-	return kind >= 0 && kind <= NK_PROCESS_PREFERRED_MANY ? names[kind] : "?";
+	return kind >= 0 && kind <= NK_PROCESS_LOCAL ? names[kind] : "?";
 }
 
 static int check_nodes(const nk_machine *m, const int *nodes, size_t n, nk_error *err)
@@ -159,14 +159,15 @@ int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes, const
 			  size_t n, unsigned flags, nk_error *err)
 {
 	static const int modes[] = { NK__MPOL_DEFAULT, NK__MPOL_BIND, NK__MPOL_INTERLEAVE,
-				     NK__MPOL_WEIGHTED_INTERLEAVE, NK__MPOL_PREFERRED, NK__MPOL_PREFERRED_MANY };
+				     NK__MPOL_WEIGHTED_INTERLEAVE, NK__MPOL_PREFERRED, NK__MPOL_PREFERRED_MANY,
+				     NK__MPOL_LOCAL };
 	int rc, maj = 0, min = 0;
 
-	if (!m || kind < NK_PROCESS_DEFAULT || kind > NK_PROCESS_PREFERRED_MANY)
+	if (!m || kind < NK_PROCESS_DEFAULT || kind > NK_PROCESS_LOCAL)
 		return nk__error(err, NK_EINVAL, "unknown process policy %d", kind);
 	if (flags & ~NK_PROCESS_ALLFLAGS)
 		return nk__error(err, NK_EINVAL, "unknown flags 0x%x", flags);
-	if (kind == NK_PROCESS_DEFAULT) {
+	if (kind == NK_PROCESS_DEFAULT || kind == NK_PROCESS_LOCAL) {
 		n = 0;
 	} else {
 		if (!n || !nodes)
@@ -246,4 +247,38 @@ int nk_process_set_cpus(const nk_machine *m, const int *cpus, size_t n, unsigned
 	if (rc)
 		return nk__error(err, NK_EPERM, "the kernel refused cpus: %s", strerror(-rc));
 	return 0;
+}
+
+int nk_process_get_policy(int *kind, int *nodes, size_t cap, nk_error *err)
+{
+	/* the kernel's MPOL_* modes, by value, as enum nk_process_policy */
+	static const int kinds[] = { NK_PROCESS_DEFAULT, NK_PROCESS_PREFERRED, NK_PROCESS_MEMBIND,
+				     NK_PROCESS_INTERLEAVE, NK_PROCESS_LOCAL, NK_PROCESS_PREFERRED_MANY,
+				     NK_PROCESS_WEIGHTED };
+	nk__ilist set = { 0 };
+	int mode = 0, rc;
+
+	if (!kind)
+		return nk__error(err, NK_EINVAL, "no place for the policy's kind");
+	rc = nk__os_get_mempolicy(&mode, &set, NULL, 0);
+	if (rc == -ENOSYS)
+		return nk__error(err, NK_ENOSYS, "this kernel has no memory-policy system calls (no NUMA support)");
+	if (rc == -ENOMEM)
+		return nk__error(err, NK_ENOMEM, "out of memory");
+	if (rc)
+		return nk__error(err, NK_ENOSYS, "get_mempolicy: %s", strerror(-rc));
+	mode &= 0xff; /* the mode flags live in the high bits (MPOL_F_STATIC_NODES, ...) */
+	if (mode < 0 || (size_t)mode >= sizeof kinds / sizeof kinds[0]) {
+		nk__ilist_free(&set);
+		*kind = -1;
+		return nk__error(err, NK_ENODATA, "unknown memory policy mode %d", mode);
+	}
+	*kind = kinds[mode];
+	if (*kind == NK_PROCESS_DEFAULT || *kind == NK_PROCESS_LOCAL)
+		set.n = 0;
+	for (size_t i = 0; i < set.n && i < cap; i++)
+		nodes[i] = set.v[i];
+	rc = (int)set.n;
+	nk__ilist_free(&set);
+	return rc;
 }

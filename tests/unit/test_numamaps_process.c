@@ -126,6 +126,14 @@ static void test_live(void **state)
 	assert_int_equal(mode, NK__MPOL_BIND);
 	assert_int_equal(nodes.n, 1);
 	assert_int_equal(nodes.v[0], 0);
+	{ /* the public reader sees what was set */
+		int kind = -1, got = -1;
+		assert_int_equal(nk_process_get_policy(&kind, &got, 1, &err), 1);
+		assert_int_equal(kind, NK_PROCESS_MEMBIND);
+		assert_int_equal(got, 0);
+		assert_int_equal(nk_process_get_policy(&kind, NULL, 0, &err), 1);
+		assert_int_equal(nk_process_get_policy(NULL, NULL, 0, &err), NK_EINVAL);
+	}
 
 	expect(nk_process_set_policy(m, NK_PROCESS_INTERLEAVE, &node0, NULL, 1, 0, &err), 0, &err, NULL);
 	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
@@ -145,9 +153,23 @@ static void test_live(void **state)
 	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
 	assert_true(mode != NK__MPOL_BIND);
 
+	expect(nk_process_set_policy(m, NK_PROCESS_LOCAL, NULL, NULL, 0, 0, &err), 0, &err, NULL);
+	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+	assert_int_equal(mode, NK__MPOL_LOCAL);
+	{
+		int kind = -1;
+		assert_int_equal(nk_process_get_policy(&kind, NULL, 0, &err), 0);
+		assert_int_equal(kind, NK_PROCESS_LOCAL);
+	}
+
 	expect(nk_process_set_policy(m, NK_PROCESS_DEFAULT, NULL, NULL, 0, 0, &err), 0, &err, NULL);
 	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
 	assert_int_equal(mode, NK__MPOL_DEFAULT);
+	{
+		int kind = -1;
+		assert_int_equal(nk_process_get_policy(&kind, NULL, 0, &err), 0);
+		assert_int_equal(kind, NK_PROCESS_DEFAULT);
+	}
 
 	/* cpus: pin to the last allowed cpu, check, restore */
 	assert_int_equal(nk__os_affinity(&cpus), 0);
