@@ -247,12 +247,13 @@ struct nk__analysis {
 	size_t procs_incomplete;
 	char **coverage_reasons;
 	size_t n_coverage_reasons;
-	/* MPI traffic (COMM records, issue 14 §2): what the processes sent to each peer, by (peer, kind), summed
-	 * over the processes and runs (totals, not means per run).  comm_procs 0: nothing recorded. */
+	/* MPI traffic (COMM records, issue 14 §2): what the processes sent to each peer, by (from, peer, kind),
+	 * summed over the processes and runs (totals, not means per run; a rank's runs add up, a job's ranks
+	 * pooled as runs keep their own rows).  comm_procs 0: nothing recorded. */
 	int comm_procs;
-	uint32_t comm_rank, comm_size; /* in MPI_COMM_WORLD, of the first process that recorded */
+	uint32_t comm_size; /* MPI_COMM_WORLD's, of the first process that recorded */
 	struct nk__an_comm_peer {
-		uint32_t peer, kind; /* kind: NK__COMM_P2P or NK__COMM_COLL */
+		uint32_t from, peer, kind; /* ranks in MPI_COMM_WORLD; kind: NK__COMM_P2P or NK__COMM_COLL */
 		uint64_t messages, bytes;
 	} *comm;
 	size_t n_comm;

@@ -17,50 +17,58 @@ static int json_u64(json_t *o, const char *k, uint64_t *out)
 }
 
 /*
- * The COMM records of the processes (MPI traffic, issue 14 §2) summed by (peer, kind) into a->comm.  The
- * processes that recorded must agree on the rank and size (the runs of one rank); one that does not is
- * left out with a warning.  0 or NK_ENOMEM.
+ * The COMM records of the processes (MPI traffic, issue 14 §2) summed by (from, peer, kind) into a->comm.  A
+ * process whose MPI_COMM_WORLD size is not the first one's is left out with a warning.  0 or NK_ENOMEM.
  */
+static int cmp_comm(const void *x, const void *y)
+{
+	const struct nk__an_comm_peer *a = x, *b = y;
+	if (a->from != b->from)
+		return a->from < b->from ? -1 : 1;
+	if (a->peer != b->peer)
+		return a->peer < b->peer ? -1 : 1;
+	return (a->kind > b->kind) - (a->kind < b->kind);
+}
+
 static int read_comm(struct nk__analysis *a, const struct nk__nkp_profile *p)
 {
-	struct nk__an_comm_peer *dense = NULL;
-
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < p->n_procs; i++)
+		n += p->procs[i].has_comm ? p->procs[i].comm.n : 0;
+	struct nk__an_comm_peer *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v)
+		return NK_ENOMEM;
 	for (size_t i = 0; i < p->n_procs; i++) {
 		const struct nk__nkp_process_data *pd = &p->procs[i];
 		if (!pd->has_comm)
 			continue;
-		if (!dense) {
-			a->comm_rank = pd->comm.rank;
+		if (!a->comm_procs) {
 			a->comm_size = pd->comm.size;
-			dense = calloc(2 * (size_t)pd->comm.size, sizeof *dense);
-			if (!dense)
-				return NK_ENOMEM;
-		} else if (pd->comm.rank != a->comm_rank || pd->comm.size != a->comm_size) {
-			if (nk__an_warn(a, nk__aprintf("process %u: MPI rank %u of %u, where an earlier process was rank "
-						       "%u of %u: its traffic is left out", pd->info.pid, pd->comm.rank,
-						       pd->comm.size, a->comm_rank, a->comm_size))) {
-				free(dense);
+		} else if (pd->comm.size != a->comm_size) {
+			if (nk__an_warn(a, nk__aprintf("process %u: MPI rank %u of %u, where an earlier process was of a job "
+						       "of %u: its traffic is left out", pd->info.pid, pd->comm.rank,
+						       pd->comm.size, a->comm_size))) {
+				free(v);
 				return NK_ENOMEM;
 			}
 			continue;
 		}
-		for (uint32_t k = 0; k < pd->comm.n; k++) {
-			struct nk__an_comm_peer *d = &dense[2 * (size_t)pd->peers[k].peer + pd->peers[k].kind];
-			d->messages += pd->peers[k].messages;
-			d->bytes += pd->peers[k].bytes;
-		}
+		for (uint32_t e = 0; e < pd->comm.n; e++)
+			v[k++] = (struct nk__an_comm_peer){ pd->comm.rank, pd->peers[e].peer, pd->peers[e].kind,
+							    pd->peers[e].messages, pd->peers[e].bytes };
 		a->comm_procs++;
 	}
-	if (!dense)
-		return 0;
-	size_t n = 0;
-	for (size_t i = 0; i < 2 * (size_t)a->comm_size; i++)
-		if (dense[i].messages || dense[i].bytes) {
-			dense[n] = dense[i];
-			dense[n].peer = (uint32_t)(i / 2);
-			dense[n++].kind = (uint32_t)(i % 2);
+	qsort(v, k, sizeof *v, cmp_comm);
+	n = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (n && !cmp_comm(&v[n - 1], &v[i])) {
+			v[n - 1].messages += v[i].messages;
+			v[n - 1].bytes += v[i].bytes;
+		} else {
+			v[n++] = v[i];
 		}
-	a->comm = dense;
+	}
+	a->comm = v;
 	a->n_comm = n;
 	return 0;
 }

@@ -1032,7 +1032,6 @@ int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const cha
 		goto out;
 	if (a->comm_procs) {
 		r->comm_procs = a->comm_procs;
-		r->comm_rank = a->comm_rank;
 		r->comm_size = a->comm_size;
 		r->n_comm = a->n_comm;
 		if (!(r->comm = malloc((a->n_comm ? a->n_comm : 1) * sizeof *r->comm)))
@@ -1336,11 +1335,13 @@ static int comm_build(struct nk__job *j)
 				first_without = r->rank;
 			continue;
 		}
-		if ((r->rank >= 0 && r->comm_rank != (uint32_t)r->rank) ||
-		    (j->size >= 0 && r->comm_size != (uint32_t)j->size)) {
+		uint32_t other = r->rank;
+		for (size_t k = 0; k < r->n_comm && other == (uint32_t)r->rank; k++)
+			other = r->comm[k].from;
+		if (r->rank < 0 || other != (uint32_t)r->rank || (j->size >= 0 && r->comm_size != (uint32_t)j->size)) {
 			if (add_warning(&j->warnings, &j->n_warnings,
 					nk__aprintf("rank %d is rank %u of %u in MPI_COMM_WORLD: its MPI traffic is left out",
-						    r->rank, r->comm_rank, r->comm_size)))
+						    r->rank, other, r->comm_size)))
 				return NK_ENOMEM;
 			continue;
 		}
@@ -1349,12 +1350,12 @@ static int comm_build(struct nk__job *j)
 		for (size_t k = 0; k < r->n_comm; k++) {
 			const struct nk__an_comm_peer *c = &r->comm[k];
 			struct nk__job_pair *p = NULL;
-			if (j->n_pairs && j->pairs[j->n_pairs - 1].from == (int)r->comm_rank &&
+			if (j->n_pairs && j->pairs[j->n_pairs - 1].from == (int)c->from &&
 			    j->pairs[j->n_pairs - 1].to == (int)c->peer)
 				p = &j->pairs[j->n_pairs - 1]; /* the comm sums come by peer, then kind */
 			else
 				p = &j->pairs[j->n_pairs++];
-			p->from = (int)r->comm_rank;
+			p->from = (int)c->from;
 			p->to = (int)c->peer;
 			uint64_t m = (c->messages + runs / 2) / runs, b = (c->bytes + runs / 2) / runs;
 			if (c->kind == NK__COMM_COLL) {

@@ -141,8 +141,8 @@ struct nk__job_rank {
 	char *machine_json;   /* the machine it ran on (host topology), NULL unknown */
 	/* MPI traffic (the analysis's COMM sums): what it sent, totals over its runs; comm_procs 0: none */
 	int comm_procs;
-	uint32_t comm_rank, comm_size;
-	struct nk__an_comm_peer *comm;
+	uint32_t comm_size;
+	struct nk__an_comm_peer *comm; /* by from (its MPI_COMM_WORLD rank, normally the launcher's), peer, kind */
 	size_t n_comm;
 };
 

@@ -627,20 +627,21 @@ static void test_load(void **state)
 static void set_comm(struct nk__analysis *a, uint32_t rank, const struct nk__an_comm_peer *c, size_t n)
 {
 	a->comm_procs = 1;
-	a->comm_rank = rank;
 	a->comm_size = 4;
 	a->n_comm = n;
 	a->comm = malloc(n * sizeof *c);
 	assert_non_null(a->comm);
 	memcpy(a->comm, c, n * sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		a->comm[i].from = rank;
 }
 
 static void test_traffic(void **state)
 {
 	(void)state;
-	static const struct nk__an_comm_peer c0[] = { { 1, NK__COMM_P2P, 10, 1000 }, { 1, NK__COMM_COLL, 2, 64 },
-						      { 3, NK__COMM_P2P, 1, 8 } };
-	static const struct nk__an_comm_peer c1[] = { { 0, NK__COMM_P2P, 10, 2001 } };
+	static const struct nk__an_comm_peer c0[] = { { 0, 1, NK__COMM_P2P, 10, 1000 }, { 0, 1, NK__COMM_COLL, 2, 64 },
+						      { 0, 3, NK__COMM_P2P, 1, 8 } };
+	static const struct nk__an_comm_peer c1[] = { { 0, 0, NK__COMM_P2P, 10, 2001 } };
 	struct nk__job *j = NULL;
 	assert_int_equal(nk__job_begin(NULL, &j), 0);
 	j->size = 4;
