@@ -207,8 +207,17 @@ def check_accuracy(c, pf, tr, src):
         if not c.ok(isinstance(ci, list) and len(ci) == 2, "%s: pagefault interval %s" % (label, ci)):
             continue
         lo, hi = ci
-        c.ok(lo <= fb <= hi, "%s: trace remote %.1f%% within the pagefault interval [%.1f, %.1f] (estimate %.1f%%)"
-             % (label, 100 * fb, 100 * lo, 100 * hi, 100 * fa))
+        # The check is at the 99.9 % level: each side of the report's 95 % interval widened from the estimate
+        # by z(0.9995) / z(0.975) = 3.29 / 1.96.  A calibrated 95 % interval misses the truth 1 time in 20,
+        # and this file checks 2 variables in 2 guests of every suite run: at 95 % one suite run in 5 would
+        # fail by chance alone (stop 26's CI: 64.4 % just outside [65.2, 77.1]).  Profiles of stop 27 in
+        # 4n-slit-ic0, 4 runs combined: 59.0-73.2 % for the true 64.1-64.3 %, half-widths 6-7 points.
+        z = 3.2905 / 1.9600
+        wlo, whi = max(0.0, fa - (fa - lo) * z), min(1.0, fa + (hi - fa) * z)
+        inside = lo <= fb <= hi
+        c.ok(wlo <= fb <= whi, "%s: trace remote %.1f%% within the pagefault interval at 99.9%% [%.1f, %.1f] "
+             "(estimate %.1f%%, 95%% interval [%.1f, %.1f]%s)"
+             % (label, 100 * fb, 100 * wlo, 100 * whi, 100 * fa, 100 * lo, 100 * hi, "" if inside else ": outside it"))
         c.ok((hi - lo) / 2 <= 0.10 + 1e-9 and a.get("decided", True),
              "%s: pagefault interval decided (half-width %.1f points <= 10)" % (label, 50 * (hi - lo)))
 
