@@ -200,7 +200,10 @@ NK_API int nk_machine_distance(const nk_machine *m, int from, int to);
 /**
  * Nodes ordered by distance from @p node: @p node first when it has memory,
  * then increasing distance, ties by id.  Only nodes with memory are listed.
- * Count/capacity semantics as nk_machine_node_cpus().  Errors: NK_ENODEV.
+ * Count/capacity semantics as nk_machine_node_cpus().  O(n log n) in the
+ * node count (a call with cap 0 is O(n)); it allocates a scratch array and,
+ * when that fails, falls back to an O(n^2) selection, so it never fails for
+ * memory.  Errors: NK_ENODEV.
  */
 NK_API int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap);
 

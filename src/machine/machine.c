@@ -114,8 +114,12 @@ static int cmp_cpu(const void *a, const void *b)
 }
 
 /* nodes[] and cpus[] are sorted by id (finalize) */
+/* Both lookups try the index equal to the id first: ids are usually dense, and the reports look up
+ * every pair of nodes (n^2 lookups), where the binary search was most of the time at 4096 nodes. */
 int nk__node_idx(const struct nk_machine *m, int id)
 {
+	if (id >= 0 && id < m->nnodes && m->nodes[id].id == id)
+		return id;
 	const struct nk__node key = { .id = id };
 	const struct nk__node *n = m->nnodes > 0 ? bsearch(&key, m->nodes, (size_t)m->nnodes, sizeof key, cmp_node) : NULL;
 	return n ? (int)(n - m->nodes) : -1;
@@ -123,6 +127,8 @@ int nk__node_idx(const struct nk_machine *m, int id)
 
 int nk__cpu_idx(const struct nk_machine *m, int id)
 {
+	if (id >= 0 && id < m->ncpus && m->cpus[id].id == id)
+		return id;
 	const struct nk__cpu key = { .id = id };
 	const struct nk__cpu *c = m->ncpus > 0 ? bsearch(&key, m->cpus, (size_t)m->ncpus, sizeof key, cmp_cpu) : NULL;
 	return c ? (int)(c - m->cpus) : -1;
@@ -457,18 +463,17 @@ int nk_machine_distance(const nk_machine *m, int from, int to)
 	return m->dist[a * m->nnodes + b];
 }
 
-int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap)
+_Static_assert(NK__MAX_ID < (1 << 20), "nk_machine_neighbors packs an id into 20 bits");
+
+static int cmp_u64(const void *x, const void *y)
 {
-	if (!m)
-		return NK_EINVAL;
-	int a = nk__node_idx(m, node);
-	if (a < 0)
-		return NK_ENODEV;
-	if (cap && !nodes)
-		return NK_EINVAL;
-	/* Selection by (self-first, distance, id): O(n^2) but allocation-free;
-	 * n is at most NK__MAX_NODES and this is not a hot path.  Self comes
-	 * first even when firmware reports a remote distance below the local one. */
+	return NK__CMP(*(const uint64_t *)x, *(const uint64_t *)y);
+}
+
+/* The order of nk_machine_neighbors by repeated selection: O(n^2) per call but allocation-free, the
+ * path taken only when the O(n log n) sort cannot get its key array. */
+static int neighbors_select(const nk_machine *m, int a, int *nodes, size_t cap)
+{
 	int count = 0, n = m->nnodes;
 	int last_d = -1, last_id = -1, last_self = -1;
 	for (;;) {
@@ -496,6 +501,41 @@ int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap)
 		last_self = bself;
 		last_id = m->nodes[best].id;
 	}
+	return count;
+}
+
+int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap)
+{
+	if (!m)
+		return NK_EINVAL;
+	int a = nk__node_idx(m, node);
+	if (a < 0)
+		return NK_ENODEV;
+	if (cap && !nodes)
+		return NK_EINVAL;
+	int count = 0, n = m->nnodes;
+	for (int j = 0; j < n; j++)
+		count += (m->nodes[j].flags & NK_NODE_HAS_MEMORY) != 0;
+	if (!cap || !count)
+		return count;
+	/* Sorted by the key (self-first, distance, id) packed into one integer: distances are 1..1000 and
+	 * ids 0..NK__MAX_ID (finalize's ranges), so the packing keeps the order.  A report asks for every
+	 * node's neighbours, so one call must be O(n log n), not the selection's O(n^2) (issue 16 §2:
+	 * 2048 nodes took 30 s).  Self comes first even when firmware reports a remote distance below the
+	 * local one. */
+	uint64_t *keys = malloc((size_t)count * sizeof *keys);
+	if (!keys)
+		return neighbors_select(m, a, nodes, cap);
+	int k = 0;
+	for (int j = 0; j < n; j++) {
+		if (!(m->nodes[j].flags & NK_NODE_HAS_MEMORY))
+			continue;
+		keys[k++] = (uint64_t)(j != a) << 48 | (uint64_t)m->dist[a * n + j] << 20 | (uint64_t)m->nodes[j].id;
+	}
+	qsort(keys, (size_t)count, sizeof *keys, cmp_u64);
+	for (int i = 0; i < count && (size_t)i < cap; i++)
+		nodes[i] = (int)(keys[i] & 0xfffff);
+	free(keys);
 	return count;
 }
 
