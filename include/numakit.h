@@ -167,6 +167,18 @@ enum nk_machine_source {
 /** The source kind and its argument (fsroot dir, file name, description; "" for live). */
 NK_API int nk_machine_source(const nk_machine *m, const char **detail);
 
+/**
+ * Notes on how the machine was found where its usual source was missing, one
+ * line each, e.g. "cpu/online missing: online cpus from the cpuN/online
+ * files" for a captured tree of an older kernel (docs/formats.md, "Older
+ * sysfs layouts").  A machine file keeps them; `numakit topo` prints them.
+ * nk_machine_num_notes() returns the count (0 for most machines), or
+ * NK_EINVAL for NULL; nk_machine_note() the @p i-th note, or NULL when out of
+ * range.  The string lives as long as the machine.
+ */
+NK_API int nk_machine_num_notes(const nk_machine *m);
+NK_API const char *nk_machine_note(const nk_machine *m, int i);
+
 /* --- nodes --- */
 
 /** Number of NUMA nodes (online nodes; at least 1). */

@@ -4,6 +4,8 @@
 #include "util/error.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,9 @@ void nk_machine_free(nk_machine *m)
 	nk__ilist_free(&m->allowed_nodes);
 	nk__ilist_free(&m->cpuset_cpus);
 	nk__ilist_free(&m->huge_kb);
+	for (int i = 0; i < m->nnotes; i++)
+		free(m->notes[i]);
+	free(m->notes);
 	free(m->nodes);
 	free(m->dist);
 	free(m->cpus);
@@ -100,6 +105,30 @@ int nk__machine_add_cache(struct nk_machine *m, struct nk__cache **out)
 	memset(c, 0, sizeof *c);
 	if (out)
 		*out = c;
+	return 0;
+}
+
+int nk__machine_add_note(struct nk_machine *m, const char *fmt, ...)
+{
+	va_list ap;
+	char *line, **nv;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (len < 0 || !(line = malloc((size_t)len + 1)))
+		return NK_ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(line, (size_t)len + 1, fmt, ap);
+	va_end(ap);
+	nv = realloc(m->notes, ((size_t)m->nnotes + 1) * sizeof *nv);
+	if (!nv) {
+		free(line);
+		return NK_ENOMEM;
+	}
+	m->notes = nv;
+	m->notes[m->nnotes++] = line;
 	return 0;
 }
 
@@ -382,6 +411,16 @@ int nk_machine_source(const nk_machine *m, const char **detail)
 	if (detail)
 		*detail = m->source_detail;
 	return m->source;
+}
+
+int nk_machine_num_notes(const nk_machine *m)
+{
+	return m ? m->nnotes : NK_EINVAL;
+}
+
+const char *nk_machine_note(const nk_machine *m, int i)
+{
+	return m && i >= 0 && i < m->nnotes ? m->notes[i] : NULL;
 }
 
 int nk_machine_num_nodes(const nk_machine *m)
@@ -667,6 +706,8 @@ struct nk_machine *nk__machine_copy(const struct nk_machine *m)
 	for (int k = 0; k < NK_MATRIX_KIND_COUNT; k++)
 		if (m->matrix[k] && !(c->matrix[k] = dup_mem(m->matrix[k], nn * nn * sizeof *m->matrix[k])))
 			bad = 1;
+	for (int i = 0; i < m->nnotes && !bad; i++)
+		bad |= nk__machine_add_note(c, "%s", m->notes[i]) != 0;
 	if (bad) {
 		nk_machine_free(c);
 		return NULL;
