@@ -105,8 +105,15 @@ NK_API int nk_machine_load_live(nk_machine **out, nk_error *err);
  * example a directory made by hwloc-gather-topology).  Every file is read
  * relative to the root; nothing of the running system is used, and the
  * "allowed" sets are those of the captured process (its cpuset/cgroup).
- * Errors: NK_ENOENT when @p fsroot does not exist; NK_EPARSE/NK_EIO for a
- * corrupt or unreadable file (the message names it); NK_ENOMEM.
+ * A file an older kernel lacks (cpu/online, node/online, nodeN/cpulist,
+ * nodeN/distance, ...) is not an error: the fact is found another way, as
+ * hwloc finds it, and the machine says which way in its notes
+ * (nk_machine_note(); docs/formats.md, "Older sysfs layouts"); the same holds
+ * for nk_machine_load_live().
+ * Errors: NK_ENOENT when @p fsroot does not exist or has no
+ * sys/devices/system/cpu; NK_EPARSE/NK_EIO for a corrupt or unreadable file
+ * (the message names it), or when no source names an online cpu; NK_ENOMEM.
+ * On error *out is unchanged.
  */
 NK_API int nk_machine_load_fsroot(const char *fsroot, nk_machine **out, nk_error *err);
 
