@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Commands scale with the node count (issue 16 section 2), checked without trusting the host's speed.
 
-  scaling_check.py NUMAKIT
+  scaling_check.py NUMAKIT [REPORT_DATA]
+
+With REPORT_DATA (the folder of the generated profiles), `numakit whatif` on advise.nkp is timed too.
 
 Each command runs on a synthetic machine of 512 and of 2048 nodes; the verdict is the ratio of the two
 CPU times, measured in this one run, so a slow or loaded host moves both alike.  Four times the nodes
 is 16 times the work for an n x n matrix (the distance table itself), 64 times for an n^3 algorithm,
 which is what `numakit topo` was (2048 nodes: over 30 s).  The bound, 32, sits between the two.  One
-warm-up run each, then the best of two, so a run that lost the CPU to another test does not count.
+warm-up run, then the best of two each, so a run that lost the CPU to another test does not count.
 """
 import os
 import subprocess
@@ -36,14 +38,18 @@ def cpu_seconds(argv):
 
 def best(numakit, args, n, runs=2):
     argv = [numakit] + [a.format(n=n) for a in args]
-    cpu_seconds(argv)  # warm-up: page cache, lazy binding
     return min(cpu_seconds(argv) for _ in range(runs))
 
 
 def main():
     numakit = sys.argv[1]
+    commands = list(COMMANDS)
+    if len(sys.argv) > 2:
+        profile = os.path.join(sys.argv[2], "advise.nkp")
+        commands.append(["whatif", profile, "--policy", "table=cyclic_neighbors", "--synthetic", "nodes={n}"])
+    cpu_seconds([numakit] + [a.format(n=SMALL) for a in COMMANDS[0]])  # warm-up: page cache, lazy binding
     failed = 0
-    for args in COMMANDS:
+    for args in commands:
         small, big = best(numakit, args, SMALL), best(numakit, args, BIG)
         ratio = big / max(small, FLOOR)
         verdict = "ok" if ratio < BOUND else "FAIL"
