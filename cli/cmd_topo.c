@@ -203,6 +203,9 @@ static int print_header(const nk_machine *m)
 		printf("; no huge pages");
 	}
 	printf("\n");
+	/* How facts were found where the usual file was missing (an older kernel's tree). */
+	for (int i = 0; i < nk_machine_num_notes(m); i++)
+		printf("%s%s\n", i ? "          " : "notes:    ", nk_machine_note(m, i));
 out:
 	free(huge);
 	free(pkgs);

@@ -3,7 +3,10 @@
  * bytes into the contents of the files the reader parses (list files, hex
  * masks, meminfo, distance rows, /proc/self/status, mounts and cgroup
  * files); they are written into a scratch tree that is loaded with
- * nk_machine_load_fsroot.  Any machine that loads must serialise and reload.
+ * nk_machine_load_fsroot.  A part that is the one byte '\x02' leaves its file
+ * absent, as do the files after the last part, so the fallbacks of older
+ * layouts are reached too (no cpu/online, no nodeN/cpulist...).  Any machine
+ * that loads must serialise and reload, its notes included.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,14 @@ static const char *const files[] = {
 	"proc/mounts",
 	"cg/x/cpuset.cpus.effective",
 	"proc/meminfo",
+	/* the fallbacks of older layouts (docs/formats.md, "Older sysfs layouts") */
+	"sys/devices/system/cpu/present",
+	"sys/devices/system/cpu/possible",
+	"proc/cpuinfo",
+	"sys/devices/system/cpu/cpu1/online",
+	"sys/devices/system/node/has_memory",
+	"sys/devices/system/cpu/cpu1/topology/thread_siblings",
+	"sys/devices/system/cpu/cpu1/node1",
 };
 #define NFILES (sizeof files / sizeof *files)
 
@@ -70,7 +81,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		char path[512];
 		snprintf(path, sizeof path, "%s/%s", root, files[k]);
 		mkparents(path);
-		FILE *f = fopen(path, "w");
+		FILE *f = i - start == 1 && data[start] == 2 ? (unlink(path), NULL) : fopen(path, "w");
 		if (f) {
 			fwrite(data + start, 1, i - start, f);
 			fclose(f);
@@ -94,6 +105,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			fprintf(stderr, "reload failed: %s\n", err.message);
 			abort();
 		}
+		if (nk_machine_num_notes(back) != nk_machine_num_notes(m))
+			abort();
+		for (int i = 0; i < nk_machine_num_notes(m); i++)
+			if (strcmp(nk_machine_note(back, i), nk_machine_note(m, i)) || strchr(nk_machine_note(m, i), '\n'))
+				abort();
 		nk_machine_free(back);
 		free(json);
 		nk_machine_free(m);

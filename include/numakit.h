@@ -105,8 +105,15 @@ NK_API int nk_machine_load_live(nk_machine **out, nk_error *err);
  * example a directory made by hwloc-gather-topology).  Every file is read
  * relative to the root; nothing of the running system is used, and the
  * "allowed" sets are those of the captured process (its cpuset/cgroup).
- * Errors: NK_ENOENT when @p fsroot does not exist; NK_EPARSE/NK_EIO for a
- * corrupt or unreadable file (the message names it); NK_ENOMEM.
+ * A file an older kernel lacks (cpu/online, node/online, nodeN/cpulist,
+ * nodeN/distance, ...) is not an error: the fact is found another way, as
+ * hwloc finds it, and the machine says which way in its notes
+ * (nk_machine_note(); docs/formats.md, "Older sysfs layouts"); the same holds
+ * for nk_machine_load_live().
+ * Errors: NK_ENOENT when @p fsroot does not exist or has no
+ * sys/devices/system/cpu; NK_EPARSE/NK_EIO for a corrupt or unreadable file
+ * (the message names it), or when no source names an online cpu; NK_ENOMEM.
+ * On error *out is unchanged.
  */
 NK_API int nk_machine_load_fsroot(const char *fsroot, nk_machine **out, nk_error *err);
 
@@ -167,6 +174,18 @@ enum nk_machine_source {
 /** The source kind and its argument (fsroot dir, file name, description; "" for live). */
 NK_API int nk_machine_source(const nk_machine *m, const char **detail);
 
+/**
+ * Notes on how the machine was found where its usual source was missing, one
+ * line each, e.g. "cpu/online missing: online cpus from the cpuN/online
+ * files" for a captured tree of an older kernel (docs/formats.md, "Older
+ * sysfs layouts").  A machine file keeps them; `numakit topo` prints them.
+ * nk_machine_num_notes() returns the count (0 for most machines), or
+ * NK_EINVAL for NULL; nk_machine_note() the @p i-th note, or NULL when out of
+ * range.  The string lives as long as the machine.
+ */
+NK_API int nk_machine_num_notes(const nk_machine *m);
+NK_API const char *nk_machine_note(const nk_machine *m, int i);
+
 /* --- nodes --- */
 
 /** Number of NUMA nodes (online nodes; at least 1). */
@@ -200,7 +219,10 @@ NK_API int nk_machine_distance(const nk_machine *m, int from, int to);
 /**
  * Nodes ordered by distance from @p node: @p node first when it has memory,
  * then increasing distance, ties by id.  Only nodes with memory are listed.
- * Count/capacity semantics as nk_machine_node_cpus().  Errors: NK_ENODEV.
+ * Count/capacity semantics as nk_machine_node_cpus().  O(n log n) in the
+ * node count (a call with cap 0 is O(n)); it allocates a scratch array and,
+ * when that fails, falls back to an O(n^2) selection, so it never fails for
+ * memory.  Errors: NK_ENODEV.
  */
 NK_API int nk_machine_neighbors(const nk_machine *m, int node, int *nodes, size_t cap);
 

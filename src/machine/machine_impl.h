@@ -72,6 +72,11 @@ struct nk_machine {
 	nk_kernel_settings kernel;
 
 	double *matrix[NK_MATRIX_KIND_COUNT]; /* nnodes x nnodes or NULL; NAN = not measured */
+
+	/* How facts were found when the usual source was missing ("cpu/online missing: online cpus from
+	 * the cpuN/online files"): one line each, in the order found; kept by copies and machine files. */
+	char **notes;
+	int nnotes;
 };
 
 /** A zeroed machine with kernel settings "unknown". NULL on ENOMEM. */
@@ -81,6 +86,8 @@ struct nk_machine *nk__machine_new(int source, const char *detail);
 int nk__machine_add_node(struct nk_machine *m, int id, struct nk__node **out);
 int nk__machine_add_cpu(struct nk_machine *m, int id, struct nk__cpu **out);
 int nk__machine_add_cache(struct nk_machine *m, struct nk__cache **out);
+/** Append a note (printf format, one line); 0 or NK_ENOMEM (nothing added). */
+int nk__machine_add_note(struct nk_machine *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /**
  * Sort, derive and validate.  Fills: node cpus and flags, core indices, node

@@ -104,6 +104,11 @@ static json_t *build_json(const struct nk_machine *m)
 	oset(&o, obj, "kind",
 	     json_string(m->source >= 0 && m->source <= NK_SOURCE_FILE ? source_names[m->source] : "live"));
 	oset(&o, obj, "detail", json_string(m->source_detail));
+	if (m->nnotes) { /* absent when there are none: files of machines found the usual way are unchanged */
+		a = oset(&o, root, "notes", json_array());
+		for (int i = 0; i < m->nnotes; i++)
+			apush(&o, a, json_string(m->notes[i]));
+	}
 
 	oset(&o, root, "page_size", ju64(&o, m->page_size));
 	a = oset(&o, root, "huge_page_sizes", json_array());
@@ -381,6 +386,22 @@ static int read_header(struct mf_in *in, const json_t *root, struct nk_machine *
 			return nk__json_fail(&in->j, NK_EPARSE, "source.kind", "expected live, fsroot, xml, synthetic or file");
 		if (d && !json_is_string(d))
 			return nk__json_fail(&in->j, NK_EPARSE, "source.detail", "expected a string, found %s", nk__json_type_name(d));
+	}
+
+	/* Unlike the source, the notes are kept: they say how the facts below were found. */
+	v = json_object_get(root, "notes");
+	if ((rc = get_array(in, v, "notes", 0)))
+		return rc;
+	for (size_t i = 0; v && i < json_array_size(v); i++) {
+		const json_t *t = json_array_get(v, i);
+		char where[PATH_MAX_LEN];
+		snprintf(where, sizeof where, "notes[%zu]", i);
+		if (!json_is_string(t))
+			return nk__json_fail(&in->j, NK_EPARSE, where, "expected a string, found %s", nk__json_type_name(t));
+		if (strpbrk(json_string_value(t), "\n\r"))
+			return nk__json_fail(&in->j, NK_EPARSE, where, "a note is one line");
+		if (nk__machine_add_note(m, "%s", json_string_value(t)))
+			return nk__json_fail(&in->j, NK_ENOMEM, NULL, "out of memory");
 	}
 
 	v = json_object_get(root, "page_size");

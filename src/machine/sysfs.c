@@ -13,6 +13,13 @@
  * empty, nodes without cpulist (only cpumap), files with embedded NULs,
  * a distance row longer than the number of online nodes.  Each rule below
  * says which fact wins and why.
+ *
+ * Older kernels lack files newer ones have (cpu/online, node/online,
+ * nodeN/cpulist, thread_siblings_list...).  Where one is missing the reader
+ * falls back as hwloc's Linux backend does (topology-linux.c; the rules are
+ * ours, written from its behaviour) and records which fallback it used as a
+ * note of the machine (nk_machine_note), one line per kind with the nodes or
+ * cpus concerned, so that `numakit topo` says how each fact was found.
  */
 #include "machine/machine_impl.h"
 
@@ -32,18 +39,18 @@ struct reader {
 	const char *root; /* NULL = live */
 	const char *what; /* "fsroot DIR" or "live system" for messages */
 	nk_error *err;
+	/* The fallbacks used, per node or cpu, for the machine's notes (add_notes). */
+	const char *cpus_from;  /* where the online cpus came from when cpu/online is missing, else NULL */
+	int nodes_from_dirs;    /* node/online missing: every nodeN directory is a node */
+	nk__ilist cpumap;       /* nodes whose cpus came from nodeN/cpumap */
+	nk__ilist cpulinks;     /* nodes with neither cpulist nor cpumap: cpus from the cpuN/nodeM links */
+	nk__ilist nodist;       /* nodes without a distance file: no distances at all */
+	nk__ilist nomeminfo;    /* nodes without meminfo */
+	int meminfo_from_proc;  /* one node, its meminfo missing: /proc/meminfo */
+	int meminfo_from_flags; /* several nodes without meminfo: has memory per node/has_memory */
+	int no_proc_meminfo;    /* no node directories and no /proc/meminfo */
+	nk__ilist siblings_map; /* cpus whose core came from topology/thread_siblings (a mask) */
 };
-
-/* Read a file; on failure report "PATH: problem" and return the code. */
-static int rd(struct reader *r, const char *path, char **out)
-{
-	int rc = nk__os_read_file(r->root, path, out);
-	if (rc == NK_ENOENT)
-		return nk__error(r->err, rc, "%s%s: no such file", r->root ? r->root : "", path);
-	if (rc)
-		return nk__error(r->err, rc, "%s%s: %s", r->root ? r->root : "", path, nk_strerror(rc));
-	return 0;
-}
 
 /* Read an optional file: 0 with *out NULL when it does not exist. */
 static int rd_opt(struct reader *r, const char *path, char **out)
@@ -193,8 +200,8 @@ static int read_node_memory(struct reader *r, struct nk__node *nd)
 	int rc = rd_opt(r, path, &txt);
 	if (rc)
 		return rc;
-	if (!txt)
-		return 0; /* some dumps omit it: memory unknown, treated as none */
+	if (!txt) /* some dumps and old kernels: see fix_missing_meminfo */
+		return nk__ilist_push(&r->nomeminfo, nd->id) ? nk__error(r->err, NK_ENOMEM, "out of memory") : 0;
 	rc = set_node_memory(nd, txt);
 	free(txt);
 	return rc ? bad(r, path, "no valid MemTotal line") : 0;
@@ -216,6 +223,10 @@ static int read_node_cpus(struct reader *r, int node, nk__ilist *cpus, int *foun
 	if (rc)
 		return rc;
 	*found = txt != NULL;
+	if (nk__ilist_push(txt ? &r->cpumap : &r->cpulinks, node)) {
+		free(txt);
+		return nk__error(r->err, NK_ENOMEM, "out of memory");
+	}
 	if (!txt)
 		return 0;
 	rc = nk__parse_mask(txt, cpus, why, sizeof why);
@@ -242,9 +253,18 @@ static int read_distances(struct reader *r, struct nk_machine *m, const nk__ilis
 	for (int i = 0; i < n; i++) {
 		char path[128], *txt;
 		snprintf(path, sizeof path, NODE_DIR "/node%d/distance", m->nodes[i].id);
-		rc = rd(r, path, &txt);
+		rc = rd_opt(r, path, &txt);
 		if (rc)
 			goto out;
+		if (!txt) {
+			/* As hwloc: one row missing and the matrix is unknown, so none of it is used (a
+			 * matrix half from firmware, half made up, would mislead more than the default). */
+			if (nk__ilist_push(&r->nodist, m->nodes[i].id)) {
+				rc = nk__error(r->err, NK_ENOMEM, "out of memory");
+				goto out;
+			}
+			continue;
+		}
 		row.n = 0;
 		char *p = txt, *end;
 		for (;;) {
@@ -287,15 +307,56 @@ static int read_distances(struct reader *r, struct nk_machine *m, const nk__ilis
 			d[i * n + j] = row.v[col];
 		}
 	}
-	m->dist = d;
-	d = NULL;
+	if (!r->nodist.n) { /* else no distances: nk__machine_finalize's default, 10 local and 20 remote */
+		m->dist = d;
+		d = NULL;
+	}
 out:
 	free(d);
 	nk__ilist_free(&row);
 	return rc;
 }
 
-/* Online cpus: the "online" list, else every cpuN directory not marked offline. */
+/* "processor : N" lines of /proc/cpuinfo (old ARM kernels write "Processor : ARMv7 ...": skipped). */
+static int cpuinfo_cpus(struct reader *r, nk__ilist *cpus, int *present)
+{
+	char *txt;
+	int rc = rd_opt(r, "/proc/cpuinfo", &txt);
+	*present = txt != NULL;
+	cpus->n = 0;
+	if (rc || !txt)
+		return rc;
+	for (const char *line = txt; line && *line && !rc;) {
+		if (!strncmp(line, "processor", 9)) {
+			const char *p = line + 9;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p == ':') {
+				char *end;
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+				if (v >= 0 && v <= NK__MAX_ID && nk__ilist_push(cpus, (int)v))
+					rc = nk__error(r->err, NK_ENOMEM, "out of memory");
+			}
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	free(txt);
+	nk__ilist_normalize(cpus);
+	return rc;
+}
+
+/*
+ * Online cpus: the "online" list.  Kernels before it (and dumps that did not
+ * capture it) fall back in hwloc's order: the cpuN directories less those
+ * whose cpuN/online says 0 (cpu0 usually has no such file: it cannot be taken
+ * offline); without cpuN directories cpu/present, then cpu/possible; last the
+ * processor lines of /proc/cpuinfo.  r->cpus_from says which was used.
+ */
 static int read_online_cpus(struct reader *r, nk__ilist *cpus)
 {
 	int present, exists;
@@ -305,20 +366,43 @@ static int read_online_cpus(struct reader *r, nk__ilist *cpus)
 	rc = list_ids(r, CPU_DIR, "cpu", cpus, &exists);
 	if (rc)
 		return rc;
-	size_t j = 0;
-	for (size_t i = 0; i < cpus->n; i++) {
-		char path[128], *txt;
-		snprintf(path, sizeof path, CPU_DIR "/cpu%d/online", cpus->v[i]);
-		rc = rd_opt(r, path, &txt);
-		if (rc)
-			return rc;
-		int on = !txt || atoi(txt) != 0;
-		free(txt);
-		if (on)
-			cpus->v[j++] = cpus->v[i];
+	if (cpus->n) {
+		size_t j = 0;
+		for (size_t i = 0; i < cpus->n; i++) {
+			char path[128], *txt;
+			snprintf(path, sizeof path, CPU_DIR "/cpu%d/online", cpus->v[i]);
+			rc = rd_opt(r, path, &txt);
+			if (rc)
+				return rc;
+			int on = !txt || atoi(txt) != 0;
+			free(txt);
+			if (on)
+				cpus->v[j++] = cpus->v[i];
+		}
+		cpus->n = j;
+		r->cpus_from = "online cpus from the cpuN directories and their online files";
+		return 0;
 	}
-	cpus->n = j;
-	return 0;
+	if ((rc = rd_list(r, CPU_DIR "/present", cpus, &present)))
+		return rc;
+	if (present && cpus->n) {
+		r->cpus_from = "online cpus from cpu/present (no cpuN directories)";
+		return 0;
+	}
+	if ((rc = rd_list(r, CPU_DIR "/possible", cpus, &present)))
+		return rc;
+	if (present && cpus->n) {
+		r->cpus_from = "online cpus from cpu/possible (no cpuN directories)";
+		return 0;
+	}
+	if ((rc = cpuinfo_cpus(r, cpus, &present)))
+		return rc;
+	if (cpus->n) {
+		r->cpus_from = "online cpus from the processor lines of /proc/cpuinfo (no cpuN directories)";
+		return 0;
+	}
+	return bad(r, CPU_DIR "/online",
+		   "missing, and no cpuN directory, cpu/present, cpu/possible or /proc/cpuinfo names a cpu");
 }
 
 static long first_of_list_file(struct reader *r, const char *path, int *err_rc)
@@ -358,7 +442,24 @@ static int read_cpu_topology(struct reader *r, struct nk__cpu *c)
 		snprintf(path, sizeof path, CPU_DIR "/cpu%d/topology/core_cpus_list", c->id);
 		c->core_key = first_of_list_file(r, path, &rc);
 	}
-	return rc;
+	if (rc || c->core_key >= 0)
+		return rc;
+	/* Kernels before the _list files: the thread_siblings mask. */
+	snprintf(path, sizeof path, CPU_DIR "/cpu%d/topology/thread_siblings", c->id);
+	if ((rc = rd_opt(r, path, &txt)) || !txt)
+		return rc;
+	nk__ilist sib = { 0 };
+	char why[160];
+	rc = nk__parse_mask(txt, &sib, why, sizeof why);
+	free(txt);
+	if (rc == NK_EPARSE) {
+		rc = 0; /* informative, as a garbled cache attribute: the cpu is its own core */
+	} else if (!rc && sib.n) {
+		c->core_key = sib.v[0];
+		rc = nk__ilist_push(&r->siblings_map, c->id);
+	}
+	nk__ilist_free(&sib);
+	return rc ? nk__error(r->err, rc, "out of memory") : 0;
 }
 
 static int cache_type(const char *t)
@@ -708,14 +809,110 @@ static int single_node(struct reader *r, struct nk_machine *m)
 		free(txt);
 		if (rc)
 			return bad(r, "/proc/meminfo", "no valid MemTotal line");
+	} else {
+		r->no_proc_meminfo = 1;
 	}
 	nd->has_memory_hint = 1; /* the machine has memory even if meminfo was not captured */
 	return 0;
 }
 
+/*
+ * Nodes without nodeN/meminfo.  One node: the machine's /proc/meminfo is its
+ * memory.  Several: their size is unknown (0); whether they have memory comes
+ * from node/has_memory when the kernel has it (2.6.23 and later), else they
+ * count as without memory, the old rule (nothing says they have any).
+ */
+static int fix_missing_meminfo(struct reader *r, struct nk_machine *m)
+{
+	nk__ilist has = { 0 };
+	char *txt;
+	int rc, present;
+
+	if (!r->nomeminfo.n)
+		return 0;
+	if (m->nnodes == 1) {
+		if ((rc = rd_opt(r, "/proc/meminfo", &txt)) || !txt)
+			return rc;
+		rc = set_node_memory(&m->nodes[0], txt);
+		free(txt);
+		if (rc)
+			return bad(r, "/proc/meminfo", "no valid MemTotal line");
+		r->meminfo_from_proc = 1;
+		return 0;
+	}
+	if ((rc = rd_list(r, NODE_DIR "/has_memory", &has, &present)))
+		return rc;
+	if (present) {
+		for (size_t i = 0; i < r->nomeminfo.n; i++) {
+			int k = nk__node_idx(m, r->nomeminfo.v[i]);
+			if (k >= 0)
+				m->nodes[k].has_memory_hint = nk__ilist_contains(&has, r->nomeminfo.v[i]);
+		}
+		r->meminfo_from_flags = 1;
+	}
+	nk__ilist_free(&has);
+	return 0;
+}
+
+/* "WHAT missing (node 3)" / "(nodes 0-2,5)": one note for a fallback used for several nodes or cpus. */
+static int note_ids(struct nk_machine *m, const nk__ilist *ids, const char *what, const char *kind, const char *how)
+{
+	if (!ids->n)
+		return 0;
+	char *list = nk__format_list_alloc(ids->v, ids->n);
+	if (!list)
+		return NK_ENOMEM;
+	int rc = nk__machine_add_note(m, "%s missing (%s%s %s): %s", what, kind, ids->n == 1 ? "" : "s", list, how);
+	free(list);
+	return rc;
+}
+
+/* The notes of the fallbacks used, in the order they are read. */
+static int add_notes(struct reader *r, struct nk_machine *m)
+{
+	int rc = 0;
+
+	nk__ilist_normalize(&r->cpumap);
+	nk__ilist_normalize(&r->cpulinks);
+	nk__ilist_normalize(&r->nodist);
+	nk__ilist_normalize(&r->nomeminfo);
+	nk__ilist_normalize(&r->siblings_map);
+	if (r->cpus_from)
+		rc = nk__machine_add_note(m, "cpu/online missing: %s", r->cpus_from);
+	if (!rc && r->nodes_from_dirs)
+		rc = nk__machine_add_note(m, "node/online missing: nodes from the nodeN directories");
+	if (!rc && r->no_proc_meminfo)
+		rc = nk__machine_add_note(m, "/proc/meminfo missing: memory size unknown");
+	if (!rc)
+		rc = note_ids(m, &r->nomeminfo, "nodeN/meminfo", "node",
+			      r->meminfo_from_proc ? "memory from /proc/meminfo" :
+			      r->meminfo_from_flags ? "memory size unknown, whether it has any from node/has_memory" :
+			      "memory unknown, counted as without memory");
+	if (!rc)
+		rc = note_ids(m, &r->nodist, "nodeN/distance", "node",
+			      "no distances, 10 local and 20 remote assumed");
+	if (!rc)
+		rc = note_ids(m, &r->cpumap, "nodeN/cpulist", "node", "cpus from nodeN/cpumap");
+	if (!rc)
+		rc = note_ids(m, &r->cpulinks, "nodeN/cpulist and cpumap", "node", "cpus from the cpuN/nodeM links");
+	if (!rc)
+		rc = note_ids(m, &r->siblings_map, "cpuN/topology/thread_siblings_list", "cpu",
+			      "cores from the thread_siblings masks");
+	return rc ? nk__error(r->err, rc, "out of memory") : 0;
+}
+
+static void reader_free(struct reader *r)
+{
+	nk__ilist_free(&r->cpumap);
+	nk__ilist_free(&r->cpulinks);
+	nk__ilist_free(&r->nodist);
+	nk__ilist_free(&r->nomeminfo);
+	nk__ilist_free(&r->siblings_map);
+}
+
 int nk__machine_from_sysfs(const char *root, int live, nk_machine **out, nk_error *err)
 {
-	struct reader r = { live ? NULL : root, live ? "live system" : root, err };
+	struct reader r = { .root = live ? NULL : root, .what = live ? "live system" : root, .err = err };
 	struct nk_machine *m = nk__machine_new(live ? NK_SOURCE_LIVE : NK_SOURCE_FSROOT, live ? "" : root);
 	nk__ilist node_ids = { 0 }, online_nodes = { 0 }, possible = { 0 }, online_cpus = { 0 }, tmp = { 0 };
 	int rc, exists, present;
@@ -756,6 +953,7 @@ int nk__machine_from_sysfs(const char *root, int live, nk_machine **out, nk_erro
 	} else {
 		if ((rc = rd_list(&r, NODE_DIR "/online", &online_nodes, &present)))
 			goto fail;
+		r.nodes_from_dirs = !present;
 		if ((rc = rd_list(&r, NODE_DIR "/possible", &possible, NULL)))
 			goto fail;
 		for (size_t i = 0; i < node_ids.n; i++) {
@@ -773,6 +971,8 @@ int nk__machine_from_sysfs(const char *root, int live, nk_machine **out, nk_erro
 			rc = bad(&r, NODE_DIR, "no online node directory");
 			goto fail;
 		}
+		if ((rc = fix_missing_meminfo(&r, m)))
+			goto fail;
 		if ((rc = read_distances(&r, m, &possible)))
 			goto fail;
 		/* cpu -> node from the node's cpu list, restricted to online cpus.
@@ -829,6 +1029,8 @@ int nk__machine_from_sysfs(const char *root, int live, nk_machine **out, nk_erro
 		goto fail;
 	if ((rc = read_allowed(&r, m, live)))
 		goto fail;
+	if ((rc = add_notes(&r, m)))
+		goto fail;
 	if ((rc = nk__machine_finalize(m, live ? "live system" : root, err)))
 		goto fail;
 
@@ -837,9 +1039,11 @@ int nk__machine_from_sysfs(const char *root, int live, nk_machine **out, nk_erro
 	nk__ilist_free(&possible);
 	nk__ilist_free(&online_cpus);
 	nk__ilist_free(&tmp);
+	reader_free(&r);
 	*out = m;
 	return 0;
 fail:
+	reader_free(&r);
 	nk__ilist_free(&node_ids);
 	nk__ilist_free(&online_nodes);
 	nk__ilist_free(&possible);

@@ -172,9 +172,234 @@ static void test_corrupt_distance(void **state)
 	expect_error(NK_EPARSE, "node5/distance");
 	put("sys/devices/system/node/node5/distance", "31 0\n");
 	expect_error(NK_EPARSE, "node5/distance");
-	rm("sys/devices/system/node/node5/distance");
-	expect_error(NK_ENOENT, "node5/distance");
 	put("sys/devices/system/node/node5/distance", "31 10\n");
+}
+
+/* The note @p needle is among the machine's notes (and the count is @p count). */
+static void expect_note(const nk_machine *m, int count, const char *needle)
+{
+	int n = nk_machine_num_notes(m);
+	for (int i = 0; i < n; i++)
+		if (strstr(nk_machine_note(m, i), needle))
+			goto found;
+	fail_msg("no note names \"%s\" (%d notes)", needle, n);
+found:
+	assert_int_equal(n, count);
+	assert_null(nk_machine_note(m, n));
+	assert_null(nk_machine_note(m, -1));
+}
+
+/* The good tree uses one fallback already: node 5 has only a cpumap. */
+static void test_notes_good_tree(void **state)
+{
+	nk_machine *m = load_ok();
+	expect_note(m, 1, "nodeN/cpulist missing (node 5): cpus from nodeN/cpumap");
+	/* a machine file keeps them; a copy too */
+	char *json = NULL;
+	assert_int_equal(nk_machine_to_json(m, 0, &json), 0);
+	nk_machine *back = NULL;
+	assert_int_equal(nk_machine_load_buffer(json, strlen(json), &back, NULL), 0);
+	expect_note(back, 1, "nodeN/cpulist missing (node 5)");
+	nk_machine *r = NULL;
+	int cpus[] = { 2 };
+	assert_int_equal(nk_machine_restrict(back, cpus, 1, NULL, 0, &r, NULL), 0);
+	expect_note(r, 1, "nodeN/cpulist missing (node 5)");
+	nk_machine_free(r);
+	nk_machine_free(back);
+	free(json);
+	assert_int_equal(nk_machine_num_notes(NULL), NK_EINVAL);
+	assert_null(nk_machine_note(NULL, 0));
+	nk_machine_free(m);
+	/* no fallback, no note */
+	put("sys/devices/system/node/node5/cpulist", "2-3\n");
+	m = load_ok();
+	assert_int_equal(nk_machine_num_notes(m), 0);
+	nk_machine_free(m);
+}
+
+/* A machine file's notes must be strings of one line; a bad one changes nothing. */
+static void test_notes_machine_file(void **state)
+{
+	nk_machine *m = load_ok(), *back = (nk_machine *)0x1;
+	char *json = NULL, *bad;
+	nk_error e = { 0 };
+	assert_int_equal(nk_machine_to_json(m, NK_JSON_COMPACT, &json), 0);
+	char *p = strstr(json, "\"notes\":[");
+	assert_non_null(p);
+	size_t k = (size_t)(p - json) + strlen("\"notes\":[");
+	bad = malloc(strlen(json) + 16);
+	assert_non_null(bad);
+	/* a number before the note */
+	memcpy(bad, json, k);
+	strcpy(bad + k, "7,");
+	strcat(bad, json + k);
+	assert_int_equal(nk_machine_load_buffer(bad, strlen(bad), &back, &e), NK_EPARSE);
+	assert_non_null(strstr(e.message, "notes[0]"));
+	/* a note of two lines */
+	memcpy(bad, json, k);
+	strcpy(bad + k, "\"a\\nb\",");
+	strcat(bad, json + k);
+	assert_int_equal(nk_machine_load_buffer(bad, strlen(bad), &back, &e), NK_EPARSE);
+	assert_non_null(strstr(e.message, "one line"));
+	assert_ptr_equal(back, (nk_machine *)0x1);
+	free(bad);
+	free(json);
+	nk_machine_free(m);
+}
+
+/* No cpu/online (before 2.6.x): the cpuN directories and their online files; cpu0 has none. */
+static void test_no_cpu_online(void **state)
+{
+	rm("sys/devices/system/cpu/online");
+	put("sys/devices/system/cpu/cpu1/online", "1\n");
+	put("sys/devices/system/cpu/cpu2/online", "1\n");
+	put("sys/devices/system/cpu/cpu3/online", "0\n");
+	put("proc/self/status", "Name:\tx\n");
+	nk_machine *m = load_ok();
+	int ids[8];
+	assert_int_equal(nk_machine_num_cpus(m), 3);
+	assert_int_equal(nk_machine_node_cpus(m, 5, ids, 8), 1);
+	assert_int_equal(ids[0], 2);
+	expect_note(m, 2, "cpu/online missing: online cpus from the cpuN directories and their online files");
+	nk_machine_free(m);
+}
+
+/* Neither cpu/online nor cpuN directories: cpu/present, cpu/possible, /proc/cpuinfo, else an error. */
+static void test_no_cpu_dirs(void **state)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'/sys/devices/system/cpu/cpu[0-9]*", root);
+	assert_int_equal(system(cmd), 0);
+	rm("sys/devices/system/cpu/online");
+	put("proc/self/status", "Name:\tx\n");
+	put("sys/devices/system/cpu/present", "0-3\n");
+	put("sys/devices/system/cpu/possible", "0-7\n");
+	nk_machine *m = load_ok();
+	assert_int_equal(nk_machine_num_cpus(m), 4);
+	expect_note(m, 2, "online cpus from cpu/present");
+	nk_machine_free(m);
+	rm("sys/devices/system/cpu/present");
+	put("sys/devices/system/cpu/possible", "0-3\n");
+	m = load_ok();
+	expect_note(m, 2, "online cpus from cpu/possible");
+	nk_machine_free(m);
+	rm("sys/devices/system/cpu/possible");
+	put("proc/cpuinfo", "processor\t: 0\nvendor_id\t: x\n\nprocessor\t: 1\n\nprocessor : 2\nprocessor\t: 3\n"
+			    "Processor\t: ARMv7 rev 0\n");
+	m = load_ok();
+	assert_int_equal(nk_machine_num_cpus(m), 4);
+	expect_note(m, 2, "online cpus from the processor lines of /proc/cpuinfo");
+	nk_machine_free(m);
+	rm("proc/cpuinfo");
+	expect_error(NK_EPARSE, "cpu/online: missing, and no cpuN directory");
+	put("sys/devices/system/cpu/online", "\n"); /* present but empty: the old message */
+	expect_error(NK_EPARSE, "no online cpu");
+}
+
+/* No node/online: every nodeN directory is a node. */
+static void test_no_node_online(void **state)
+{
+	rm("sys/devices/system/node/online");
+	nk_machine *m = load_ok();
+	assert_int_equal(nk_machine_num_nodes(m), 2);
+	expect_note(m, 2, "node/online missing: nodes from the nodeN directories");
+	nk_machine_free(m);
+}
+
+/* Neither cpulist nor cpumap: the cpuN/nodeM links. */
+static void test_no_cpumap(void **state)
+{
+	rm("sys/devices/system/node/node5/cpumap");
+	mkdirs("sys/devices/system/cpu/cpu2/node5");
+	mkdirs("sys/devices/system/cpu/cpu3/node5");
+	nk_machine *m = load_ok();
+	int ids[8];
+	assert_int_equal(nk_machine_node_cpus(m, 5, ids, 8), 2);
+	assert_int_equal(ids[0], 2);
+	assert_int_equal(ids[1], 3);
+	expect_note(m, 1, "nodeN/cpulist and cpumap missing (node 5): cpus from the cpuN/nodeM links");
+	nk_machine_free(m);
+}
+
+/* A missing distance file: no distances at all (as hwloc), the defaults, and a note. */
+static void test_no_distance(void **state)
+{
+	rm("sys/devices/system/node/node5/distance");
+	nk_machine *m = load_ok();
+	assert_int_equal(nk_machine_distance(m, 0, 5), 20); /* node0's row (21) is not used either */
+	assert_int_equal(nk_machine_distance(m, 5, 0), 20);
+	assert_int_equal(nk_machine_distance(m, 5, 5), 10);
+	expect_note(m, 2, "nodeN/distance missing (node 5): no distances, 10 local and 20 remote assumed");
+	nk_machine_free(m);
+	rm("sys/devices/system/node/node0/distance");
+	m = load_ok();
+	expect_note(m, 2, "nodeN/distance missing (nodes 0,5)");
+	nk_machine_free(m);
+}
+
+/* Missing nodeN/meminfo: node/has_memory says whether it has memory; one node: /proc/meminfo. */
+static void test_no_meminfo(void **state)
+{
+	uint64_t t;
+	rm("sys/devices/system/node/node5/meminfo");
+	nk_machine *m = load_ok();
+	assert_false(nk_machine_node_flags(m, 5) & NK_NODE_HAS_MEMORY);
+	expect_note(m, 2, "nodeN/meminfo missing (node 5): memory unknown, counted as without memory");
+	nk_machine_free(m);
+	put("sys/devices/system/node/has_memory", "0,5\n");
+	m = load_ok();
+	assert_true(nk_machine_node_flags(m, 5) & NK_NODE_HAS_MEMORY);
+	assert_int_equal(nk_machine_node_memory(m, 5, &t, NULL), 0);
+	assert_true(t == 0);
+	expect_note(m, 2, "memory size unknown, whether it has any from node/has_memory");
+	nk_machine_free(m);
+	/* one node: the machine's meminfo is the node's */
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s/sys/devices/system/node/node5'", root);
+	assert_int_equal(system(cmd), 0);
+	put("sys/devices/system/node/online", "0\n");
+	put("sys/devices/system/node/possible", "0\n");
+	put("sys/devices/system/node/node0/distance", "10\n");
+	put("sys/devices/system/node/node0/cpulist", "0-3\n");
+	rm("sys/devices/system/node/node0/meminfo");
+	put("proc/meminfo", "MemTotal:        4096 kB\nMemFree:         1024 kB\n");
+	put("proc/self/status", "Name:\tx\n");
+	m = load_ok();
+	assert_int_equal(nk_machine_node_memory(m, 0, &t, NULL), 0);
+	assert_true(t == 4096 * 1024);
+	expect_note(m, 1, "nodeN/meminfo missing (node 0): memory from /proc/meminfo");
+	nk_machine_free(m);
+	put("proc/meminfo", "garbage\n");
+	expect_error(NK_EPARSE, "/proc/meminfo");
+}
+
+/* Without a node directory and without /proc/meminfo: memory size unknown, said so. */
+static void test_no_numa_no_meminfo(void **state)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s/sys/devices/system/node'", root);
+	assert_int_equal(system(cmd), 0);
+	put("proc/self/status", "Name:\tx\n");
+	nk_machine *m = load_ok();
+	expect_note(m, 1, "/proc/meminfo missing: memory size unknown");
+	assert_true(nk_machine_node_flags(m, 0) & NK_NODE_HAS_MEMORY);
+	nk_machine_free(m);
+}
+
+/* Kernels before thread_siblings_list: the thread_siblings mask. */
+static void test_siblings_mask(void **state)
+{
+	for (int c = 0; c < 4; c++) {
+		char rel[128];
+		snprintf(rel, sizeof rel, "sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+		rm(rel);
+		snprintf(rel, sizeof rel, "sys/devices/system/cpu/cpu%d/topology/thread_siblings", c);
+		put(rel, c == 3 ? "zz\n" : c < 2 ? "00000003\n" : "0000000c\n"); /* cpu3's is garbled: own core */
+	}
+	nk_machine *m = load_ok();
+	assert_int_equal(nk_machine_num_cores(m), 3);
+	expect_note(m, 2, "cpuN/topology/thread_siblings_list missing (cpus 0-2): cores from the thread_siblings masks");
+	nk_machine_free(m);
 }
 
 static void test_corrupt_lists(void **state)
@@ -285,6 +510,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_numa, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_offline_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notes_good_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notes_machine_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_cpu_online, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_cpu_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_node_online, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_cpumap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_distance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_meminfo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_numa_no_meminfo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_siblings_mask, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
