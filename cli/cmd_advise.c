@@ -22,6 +22,7 @@ const char cli_advise_usage[] =
 	"       numakit advise --check PLAN.json [--machine FILE]\n"
 	"       numakit advise --source FILE.c [--json] [-o PATCH] [--min-size SIZE]\n"
 	"                      [--machine FILE] [-- CLANG_ARGS...]\n"
+	"       numakit advise --ranks [--json] [-o RANKFILE] JOB\n"
 	"\n"
 	"Write a placement plan for the program profiled in PROFILE.nkp (written by\n"
 	"`numakit profile`): for each variable worth placing, a numakit policy that\n"
@@ -64,8 +65,16 @@ const char cli_advise_usage[] =
 	"                     with the reason, and a unified diff adding the numakit\n"
 	"                     calls (to stdout after the table, or to -o PATCH);\n"
 	"                     arguments after -- go to clang (-I, -D)\n"
+	"  --ranks JOB        a rank mapping for a job whose ranks recorded their MPI\n"
+	"                     traffic: the slots (host, node) the ranks ran in, given\n"
+	"                     so that the pairs that exchange the most bytes sit\n"
+	"                     closest, each node keeping its number of ranks; prints\n"
+	"                     the costs and the moves; with -o, also writes an Open\n"
+	"                     MPI rankfile (mpirun --mca rmaps_rank_file_physical 1\n"
+	"                     -rf RANKFILE)\n"
 	"  --json             with --source: one JSON document (numakit-source-advice\n"
-	"                     version 1, docs/source-advisor.md), the diff included\n"
+	"                     version 1, docs/source-advisor.md), the diff included;\n"
+	"                     with --ranks: the mapping as JSON (numakit-rank-map)\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0 success (the plan is OK); 1 runtime failure; 2 bad usage or\n"
@@ -343,10 +352,45 @@ out:
 	return rc;
 }
 
+/* --ranks: the rank mapping of a job (nk_profile_rankmap); with -o its Open MPI rankfile too. */
+static int advise_ranks(const char *const *paths, size_t n, const char *out, int json)
+{
+	int rc;
+	if (!n)
+		return cli_usage_error("advise", "--ranks: no job given (the folder `numakit profile -o JOB` wrote under "
+				       "a launcher, or its rank files)");
+	for (size_t i = 0; i < n; i++)
+		if ((rc = cli_check_input("advise", NULL, paths[i], CLI_INPUT_DIR)))
+			return rc;
+	if (out && ((rc = cli_check_output("advise", "-o", out)) ||
+		    (rc = cli_check_distinct("advise", "-o", out, paths, n, NULL, NULL))))
+		return rc;
+	nk_profile *p = NULL;
+	nk_error err = { 0, "" };
+	char *text = NULL, *rankfile = NULL;
+	rc = nk_profile_load_many(paths, n, &p, &err);
+	if (!rc)
+		rc = nk_profile_rankmap(p, json ? NK_REPORT_JSON : NK_REPORT_TEXT, &text, &err);
+	if (!rc && out)
+		rc = nk_profile_rankmap(p, NK_RANKMAP_OPENMPI, &rankfile, &err);
+	nk_profile_free(p);
+	if (rc) {
+		cli_error("advise", "--ranks %s: %s", paths[0], err.message[0] ? err.message : nk_strerror(rc));
+		return cli_exit_status(rc, 0);
+	}
+	if (out)
+		rc = write_text(out, rankfile, 0);
+	if (!rc)
+		fputs(text, stdout);
+	free(text);
+	free(rankfile);
+	return rc ? rc : cli_finish_stdout("advise", CLI_EXIT_OK);
+}
+
 int cli_cmd_advise(int argc, char **argv)
 {
 	enum { OPT_MACHINE = 256, OPT_MIN_SIZE, OPT_NO_PAGES, OPT_NO_PIN, OPT_NO_PHASES, OPT_CHECK, OPT_SOURCE, OPT_JSON,
-	       OPT_FORCE };
+	       OPT_FORCE, OPT_RANKS };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "machine", required_argument, NULL, OPT_MACHINE },
@@ -358,6 +402,7 @@ int cli_cmd_advise(int argc, char **argv)
 		{ "check", required_argument, NULL, OPT_CHECK },
 		{ "source", required_argument, NULL, OPT_SOURCE },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "ranks", no_argument, NULL, OPT_RANKS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -365,7 +410,7 @@ int cli_cmd_advise(int argc, char **argv)
 	const char *advise_only = NULL; /* an option that makes no sense with --check */
 	const char *profile_only = NULL; /* an option that makes no sense with --source */
 	const char *source = NULL;
-	int json = 0, nopts = argc;
+	int json = 0, ranks = 0, nopts = argc;
 	nk_advise_opts o;
 	int c, rc;
 
@@ -417,6 +462,9 @@ int cli_cmd_advise(int argc, char **argv)
 		case OPT_JSON:
 			json = 1;
 			break;
+		case OPT_RANKS:
+			ranks = 1;
+			break;
 		case 'h':
 			return cli_finish_stdout("advise", cli_print_help("advise"));
 		default:
@@ -425,6 +473,13 @@ int cli_cmd_advise(int argc, char **argv)
 	}
 	if ((out && !*out) || (machine && !*machine) || (check && !*check) || (source && !*source))
 		return cli_usage_error("advise", "empty file name");
+	if (ranks) {
+		if (source || check || machine || o.min_size || o.no_pages || o.no_pin || o.no_phases || o.force)
+			return cli_usage_error("advise", "--ranks takes only -o and --json");
+		if (nopts < argc)
+			return cli_usage_error("advise", "unexpected argument '--'");
+		return advise_ranks((const char *const *)&argv[optind], (size_t)(argc - optind), out, json);
+	}
 	if (source) {
 		if (profile_only)
 			return cli_usage_error("advise", "%s cannot be used with --source", profile_only);

@@ -1804,6 +1804,20 @@ NK_API int nk_profile_report(const nk_profile *p, int format, char **out, nk_err
  */
 NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
 
+/** nk_profile_rankmap's format for an Open MPI rankfile (the other formats: NK_REPORT_TEXT, NK_REPORT_JSON). */
+#define NK_RANKMAP_OPENMPI 16
+
+/**
+ * The rank mapping of a job's profile @p p (nk_profile_load_many of a job whose ranks recorded their MPI
+ * traffic; docs/profile.md "Rank mapping"): the slots the ranks ran in (a host and a node each) given to
+ * the ranks so that the pairs that exchange the most bytes sit closest, each node and host keeping its
+ * number of ranks; never worse than as profiled.  @p format: NK_REPORT_TEXT (the costs and each rank's
+ * move), NK_REPORT_JSON ("numakit-rank-map" version 1) or NK_RANKMAP_OPENMPI (a rankfile for
+ * `mpirun --mca rmaps_rank_file_physical 1 -rf`).  Errors: NK_EINVAL (not a job, no MPI traffic recorded,
+ * a rank whose host, node or machine is unknown: the message says which), NK_ENOMEM.
+ */
+NK_API int nk_profile_rankmap(const nk_profile *p, int format, char **out, nk_error *err);
+
 /**
  * Whether the samples of @p p cover the whole run: *complete is 1, or 0 when
  * a process did not close its profile (killed) or samples were dropped (the

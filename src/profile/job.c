@@ -1020,6 +1020,15 @@ int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const cha
 		served += r->acc_page[i];
 	}
 	r->acc_page_unknown = a->acc > served ? a->acc - served : 0;
+	r->cpu_node = -1;
+	uint64_t most = 0;
+	for (int i = 0; i < a->n_nodes; i++) {
+		uint64_t from = (a->node_local ? a->node_local[i] : 0) + (a->node_remote ? a->node_remote[i] : 0);
+		if (from > most) {
+			most = from;
+			r->cpu_node = a->node_ids[i];
+		}
+	}
 	for (size_t i = 0; i < a->n_attr; i++) {
 		int k = a->attr[i].page_node >= 0 ? nk__an_node_index(a, a->attr[i].page_node) : -1;
 		if (k >= 0)

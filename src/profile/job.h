@@ -139,6 +139,7 @@ struct nk__job_rank {
 	size_t n_top;
 	char *differs;        /* why it differs from the others, NULL when it does not */
 	char *machine_json;   /* the machine it ran on (host topology), NULL unknown */
+	int cpu_node;         /* the node its threads made most of their accesses from, -1 unknown */
 	/* MPI traffic (the analysis's COMM sums): what it sent, totals over its runs; comm_procs 0: none */
 	int comm_procs;
 	uint32_t comm_size;
@@ -208,6 +209,15 @@ int nk__job_add_rank(struct nk__job *j, const struct nk__job_peek *pk, const cha
 /** Sort, pool, decide which ranks differ.  0 or NK_ENOMEM. */
 int nk__job_finish(struct nk__job *j);
 void nk__job_free(struct nk__job *j);
+
+/**
+ * The rank mapping of @p j (rank_map.c, issue 14 §3): the ranks' slots (host, node) as profiled given to the
+ * ranks so that the heaviest communicators sit closest (src/job/rankmap.h), as text, JSON ("numakit-rank-map"
+ * version 1) or an Open MPI rankfile (NK__RANKMAP_OPENMPI).  0; NK_EINVAL (no traffic recorded, a rank whose
+ * host, node or machine is unknown, more than NK__RM_MAX_RANKS ranks: the message says which), NK_ENOMEM.
+ */
+#define NK__RANKMAP_OPENMPI NK_RANKMAP_OPENMPI
+int nk__job_rankmap(const struct nk__job *j, int format, char **out, nk_error *err);
 
 /** The job's coverage reasons joined by "; " into *why (malloc'ed; "" when covered).  0 or NK_ENOMEM. */
 int nk__job_coverage_text(const struct nk__job *j, char **why);

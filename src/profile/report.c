@@ -41,6 +41,16 @@ const struct nk__analysis *nk__profile_analysis(const nk_profile *p)
 	return p ? p->a : NULL;
 }
 
+int nk_profile_rankmap(const nk_profile *p, int format, char **out, nk_error *err)
+{
+	if (!p || !out)
+		return nk__error(err, NK_EINVAL, "nk_profile_rankmap: NULL argument");
+	if (!p->job)
+		return nk__error(err, NK_EINVAL, "not a job's profile: rank mapping needs the rank files of a job "
+				 "(`numakit profile` under an MPI launcher)");
+	return nk__job_rankmap(p->job, format, out, err);
+}
+
 int nk_profile_load(const char *path, nk_profile **out, nk_error *err)
 {
 	if (!path || !out)

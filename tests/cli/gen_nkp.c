@@ -61,6 +61,9 @@ struct gen {
 	const char *sampler;
 	uint64_t dropped; /* END: samples dropped because the budget was spent (dropped.nkp) */
 	int stretched;    /* END: the pagefault sampler's rounds spaced out by its cost cap, few (stretched.nkp) */
+	int has_comm;     /* a COMM record (MPI traffic) before END */
+	struct nk__nkp_comm comm;
+	struct nk__nkp_comm_peer peers[8];
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -310,6 +313,26 @@ static void build_rank(struct gen *g, int rank)
 				       NK__ACC_READ, 0, 0);
 }
 
+/*
+ * Rank @p rank of the mapping job (mapjob.nkp, `numakit advise --ranks`): 4 ranks of one thread, ranks 0 and
+ * 2 on host n0 (nodes 0 and 1), 1 and 3 on host n1, each reading its own 8 pages on its node.  A ring whose
+ * pairs 0-1 and 2-3 exchange 64 MiB each way and 1-2 and 3-0 1 MiB: the heavy pairs straddle the hosts.
+ */
+static void build_maprank(struct gen *g, int rank)
+{
+	static const uint64_t mib = 1 << 20;
+	init(g, 1, 1, "trace");
+	name(g, BASE, 8 * PAGE, "field");
+	int node = rank / 2;
+	for (uint64_t t = 0; t < 64; t++)
+		sample(g, 50 + t, BASE + (t % 8) * PAGE + 64 * (t / 8), 0x400b20, 0, node, node, NK__ACC_READ, 0, 0);
+	int heavy = rank ^ 1, light = rank % 2 ? (rank + 1) % 4 : (rank + 3) % 4;
+	g->has_comm = 1;
+	g->comm = (struct nk__nkp_comm){ (uint32_t)rank, 4, 2, NK__COMM_FINALIZED, 2400000000u };
+	g->peers[0] = (struct nk__nkp_comm_peer){ (uint32_t)heavy, NK__COMM_P2P, 64, 64 * mib };
+	g->peers[1] = (struct nk__nkp_comm_peer){ (uint32_t)light, NK__COMM_P2P, 1, mib };
+}
+
 static void build(struct gen *g, const char *what)
 {
 	if (!strcmp(what, "hotspot"))
@@ -322,6 +345,8 @@ static void build(struct gen *g, const char *what)
 		build_advise(g);
 	else if (!strncmp(what, "rank", 4) && what[4] >= '0' && what[4] <= '3' && !what[5])
 		build_rank(g, what[4] - '0');
+	else if (!strncmp(what, "maprank", 7) && what[7] >= '0' && what[7] <= '3' && !what[8])
+		build_maprank(g, what[7] - '0');
 	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
 		build_hotspot(g, 1);
 		g->dropped = 33600000;
@@ -385,6 +410,8 @@ static void write_profile(const struct gen *g, const char *path, int cut)
 			put(&w, NK__NKP_PHASE, &pd->phases[i].p, sizeof(pd->phases[i].p), pd->phases[i].name,
 			    strlen(pd->phases[i].name));
 	}
+	if (g->has_comm)
+		put(&w, NK__NKP_COMM | NK__NKP_OPTIONAL, &g->comm, sizeof g->comm, g->peers, g->comm.n * sizeof g->peers[0]);
 	put(&w, NK__NKP_END, pd->end_json, strlen(pd->end_json), NULL, 0);
 	if (cut) {
 		/* drop the second half of END: a truncated file */
@@ -500,6 +527,25 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof what, "rank%d", r);
 		build(&g, what);
 		snprintf(path, sizeof(path), "%s/%s", argv[1], jobs[i].file);
+		write_profile(&g, path, 0);
+		free_gen(&g);
+	}
+	/* the mapping job: 4 ranks on hosts n0 (ranks 0, 2) and n1 (1, 3), one per node of 2-node machines */
+	snprintf(path, sizeof(path), "%s/mapjob.nkp", argv[1]);
+	mkdir(path, 0777);
+	prog = "./ring";
+	machine_desc = "nodes=2 cores=2 mem=1G dist=10:21 l2=256K l3=8M";
+	for (int r = 0; r < 4; r++) {
+		char what[16];
+		snprintf(job_member, sizeof job_member,
+			 ", \"job\": {\"launcher\": \"openmpi\", \"rank\": %d, \"size\": 4, \"local_rank\": %d, "
+			 "\"local_size\": 2, \"host\": \"n%d\", \"id\": \"77\"}",
+			 r, r / 2, r % 2);
+		pid = 7000 + (uint32_t)r;
+		shift = (uint64_t)r * 0x1234000;
+		snprintf(what, sizeof what, "maprank%d", r);
+		build(&g, what);
+		snprintf(path, sizeof(path), "%s/mapjob.nkp/rank-%d.nkp", argv[1], r);
 		write_profile(&g, path, 0);
 		free_gen(&g);
 	}

@@ -1,0 +1,303 @@
+/*
+ * The rank mapping of a job (issue 14 §3, docs/profile.md "Rank mapping"): the job's MPI traffic (job.c's
+ * pairs) and the slots its ranks ran in (each rank's host and the node its threads ran on) made into a
+ * mapping problem for src/job/rankmap.c, solved, and written as text, JSON or an Open MPI rankfile.  The
+ * slots stay the job's: each node and host keeps its number of ranks.  The cost is communication x
+ * distance: the bytes of each pair times the SLIT distance of their slots' nodes on one host, and
+ * NK__RM_HOST_DIST between hosts.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job/rankmap.h"
+#include "profile/job.h"
+#include "util/error.h"
+#include "util/list.h"
+#include "profile/report_fmt.h"
+#include "util/strbuf.h"
+
+#define NK__RM_HOST_DIST 100 /* a byte between hosts costs as much as at SLIT distance 100 (10 x a local one) */
+
+struct rm {
+	const struct nk__job *j;
+	int n;
+	nk_machine **m;      /* [n_hosts] */
+	int *slot_rank;      /* [n] job rank index of each slot as profiled (slots by host, node, rank) */
+	int *initial, *out;  /* [n] slot of each job rank index */
+	int *group;          /* [n] (host, node) number of each slot */
+	double *dist;
+	struct nk__rm_edge *edges;
+	size_t n_edges;
+	double host_dist;
+	double before, after;
+};
+
+static void rm_free(struct rm *r)
+{
+	for (size_t h = 0; r->m && h < r->j->n_hosts; h++)
+		nk_machine_free(r->m[h]);
+	free(r->m);
+	free(r->slot_rank);
+	free(r->initial);
+	free(r->out);
+	free(r->group);
+	free(r->dist);
+	free(r->edges);
+}
+
+static const struct nk__job *cmp_job;
+
+static int cmp_slot(const void *x, const void *y)
+{
+	const struct nk__job_rank *a = &cmp_job->ranks[*(const int *)x], *b = &cmp_job->ranks[*(const int *)y];
+	if (a->host_index != b->host_index)
+		return a->host_index < b->host_index ? -1 : 1;
+	if (a->cpu_node != b->cpu_node)
+		return a->cpu_node < b->cpu_node ? -1 : 1;
+	return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static int setup(struct rm *r, nk_error *err)
+{
+	const struct nk__job *j = r->j;
+	size_t n = j->n_ranks;
+	if (!j->comm_ranks)
+		return nk__error(err, NK_EINVAL, "the job's profile holds no MPI traffic: profile it again with the program "
+				 "linked to Open MPI or an MPI of MPICH's ABI, without --no-mpi-traffic");
+	if (n > NK__RM_MAX_RANKS)
+		return nk__error(err, NK_EINVAL, "%zu ranks: rank mapping goes up to %d", n, NK__RM_MAX_RANKS);
+	for (size_t i = 0; i < n; i++) {
+		const struct nk__job_rank *k = &j->ranks[i];
+		if (k->rank < 0 || !k->host || !k->host[0])
+			return nk__error(err, NK_EINVAL, "rank %d (%s): its host is unknown", k->rank, k->path);
+		if (k->cpu_node < 0)
+			return nk__error(err, NK_EINVAL, "rank %d (%s): the node it ran on is unknown (no sample)", k->rank,
+					 k->path);
+	}
+	r->n = (int)n;
+	r->m = calloc(j->n_hosts ? j->n_hosts : 1, sizeof *r->m);
+	r->slot_rank = malloc(n * sizeof *r->slot_rank);
+	r->initial = malloc(n * sizeof *r->initial);
+	r->out = malloc(n * sizeof *r->out);
+	r->group = malloc(n * sizeof *r->group);
+	r->dist = malloc(n * n * sizeof *r->dist);
+	r->edges = malloc((j->n_pairs ? j->n_pairs : 1) * sizeof *r->edges);
+	if (!r->m || !r->slot_rank || !r->initial || !r->out || !r->group || !r->dist || !r->edges)
+		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
+	r->host_dist = NK__RM_HOST_DIST;
+	for (size_t h = 0; h < j->n_hosts; h++) {
+		const struct nk__job_rank *first = &j->ranks[j->hosts[h].ranks[0]];
+		int rc;
+		if (!first->machine_json)
+			return nk__error(err, NK_EINVAL, "host %s: its machine is not in the profile", first->host);
+		if ((rc = nk_machine_load_buffer(first->machine_json, strlen(first->machine_json), &r->m[h], NULL)))
+			return nk__error(err, rc == NK_ENOMEM ? NK_ENOMEM : NK_EINVAL, "host %s: its machine in rank %d's "
+					 "profile cannot be read", first->host, first->rank);
+		for (int a = 0; a < nk_machine_num_nodes(r->m[h]); a++)
+			for (int b = 0; b < nk_machine_num_nodes(r->m[h]); b++) {
+				int d = nk_machine_distance(r->m[h], nk_machine_node_id(r->m[h], a), nk_machine_node_id(r->m[h], b));
+				if (2.0 * d > r->host_dist)
+					r->host_dist = 2.0 * d; /* between hosts always dearer than within one */
+			}
+	}
+	for (size_t i = 0; i < n; i++)
+		r->slot_rank[i] = (int)i;
+	cmp_job = j;
+	qsort(r->slot_rank, n, sizeof *r->slot_rank, cmp_slot);
+	cmp_job = NULL;
+	for (size_t s = 0; s < n; s++) {
+		const struct nk__job_rank *k = &j->ranks[r->slot_rank[s]], *prev = s ? &j->ranks[r->slot_rank[s - 1]] : NULL;
+		r->initial[r->slot_rank[s]] = (int)s;
+		r->group[s] = !prev ? 0 : prev->host_index == k->host_index && prev->cpu_node == k->cpu_node
+						 ? r->group[s - 1] : r->group[s - 1] + 1;
+	}
+	for (size_t s = 0; s < n; s++) {
+		const struct nk__job_rank *a = &j->ranks[r->slot_rank[s]];
+		for (size_t t = 0; t < n; t++) {
+			const struct nk__job_rank *b = &j->ranks[r->slot_rank[t]];
+			double d = r->host_dist;
+			if (a->host_index == b->host_index) {
+				int x = nk_machine_distance(r->m[a->host_index], a->cpu_node, b->cpu_node);
+				if (x < 0)
+					return nk__error(err, NK_EINVAL, "host %s: node %d or %d is not in its machine", a->host,
+							 a->cpu_node, b->cpu_node);
+				d = x;
+			}
+			r->dist[s * n + t] = s == t ? 0 : d;
+		}
+	}
+	/* MPI ranks to job rank indices */
+	int max_rank = 0;
+	for (size_t i = 0; i < n; i++)
+		max_rank = j->ranks[i].rank > max_rank ? j->ranks[i].rank : max_rank;
+	int *idx = malloc(((size_t)max_rank + 1) * sizeof *idx);
+	if (!idx)
+		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
+	for (int i = 0; i <= max_rank; i++)
+		idx[i] = -1;
+	for (size_t i = 0; i < n; i++)
+		idx[j->ranks[i].rank] = (int)i;
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		const struct nk__job_pair *p = &j->pairs[i];
+		if (p->from > max_rank || p->to > max_rank || idx[p->from] < 0 || idx[p->to] < 0)
+			continue; /* a peer without a rank file: its slot is unknown */
+		r->edges[r->n_edges++] =
+			(struct nk__rm_edge){ idx[p->from], idx[p->to], (double)(p->p2p_bytes + p->coll_bytes) };
+	}
+	free(idx);
+	return 0;
+}
+
+/* The slot's host and node. */
+static const struct nk__job_rank *slot_of(const struct rm *r, int s)
+{
+	return &r->j->ranks[r->slot_rank[s]];
+}
+
+/* The cpus of @p node on host @p h as a list ("0-3"), malloc'ed. */
+static char *node_cpus(const struct rm *r, size_t h, int node)
+{
+	int n = nk_machine_node_cpus(r->m[h], node, NULL, 0);
+	if (n < 0)
+		return NULL;
+	int *c = malloc(((size_t)n + 1) * sizeof *c);
+	if (!c)
+		return NULL;
+	nk_machine_node_cpus(r->m[h], node, c, (size_t)n);
+	char *s = nk__format_list_alloc(c, (size_t)n);
+	free(c);
+	return s;
+}
+
+static double traffic_of(const struct rm *r, int i)
+{
+	double t = 0;
+	for (size_t k = 0; k < r->n_edges; k++)
+		if (r->edges[k].a == i || r->edges[k].b == i)
+			t += r->edges[k].bytes;
+	return t;
+}
+
+static void text_out(const struct rm *r, struct nk__strbuf *b)
+{
+	const struct nk__job *j = r->j;
+	char s1[64], s2[64];
+	int moved = 0;
+	for (int i = 0; i < r->n; i++)
+		moved += r->out[i] != r->initial[i];
+	nk__strbuf_printf(b, "numakit rank mapping: job of %s, %d ranks on %zu host%s\n", j->program, r->n, j->n_hosts,
+			  j->n_hosts == 1 ? "" : "s");
+	nk__strbuf_printf(b, "communication x distance (bytes x SLIT distance / 10, between hosts %.0f / 10):\n",
+			  r->host_dist);
+	nk__strbuf_printf(b, "  as profiled %s, proposed %s", nk__rep_size((uint64_t)(r->before / 10), s1, sizeof s1),
+			  nk__rep_size((uint64_t)(r->after / 10), s2, sizeof s2));
+	if (r->before > 0)
+		nk__strbuf_printf(b, " (%+.1f%%)", 100.0 * (r->after - r->before) / r->before);
+	nk__strbuf_printf(b, "\n");
+	if (!moved) {
+		nk__strbuf_printf(b, "the ranks already sit as well as the search found: nothing to change\n");
+		return;
+	}
+	nk__strbuf_printf(b, "%d of %d ranks move; each node and host keeps its number of ranks (traffic: bytes sent\n"
+			     "and received, means per run)\n\n", moved, r->n);
+	nk__strbuf_printf(b, "%-6s %-24s %-24s %10s\n", "rank", "profiled (host:node)", "proposed", "traffic");
+	for (size_t i = 0; i < j->n_ranks; i++) {
+		const struct nk__job_rank *k = &j->ranks[i], *to = slot_of(r, r->out[i]);
+		char at[64], fit1[32], fit2[32];
+		snprintf(at, sizeof at, "%s:%d", k->host, k->cpu_node);
+		nk__strbuf_printf(b, "%-6d %-24s ", k->rank, nk__fit(at, 24, fit1, sizeof fit1));
+		snprintf(at, sizeof at, "%s:%d", to->host, to->cpu_node);
+		nk__strbuf_printf(b, "%-24s %10s%s\n", nk__fit(at, 24, fit2, sizeof fit2),
+				  nk__rep_size((uint64_t)traffic_of(r, (int)i), s1, sizeof s1),
+				  r->out[i] != r->initial[i] ? "  moves" : "");
+	}
+	nk__strbuf_printf(b, "\nOpen MPI: numakit advise --ranks -o RANKFILE JOB, then mpirun --mca "
+			     "rmaps_rank_file_physical 1 -rf RANKFILE ...\n");
+}
+
+static json_t *json_out(const struct rm *r)
+{
+	const struct nk__job *j = r->j;
+	json_t *o = json_object(), *map = json_array();
+	json_object_set_new(o, "format", json_string("numakit-rank-map"));
+	json_object_set_new(o, "version", json_integer(1));
+	json_object_set_new(o, "program", json_string(j->program));
+	json_object_set_new(o, "ranks", json_integer(r->n));
+	json_object_set_new(o, "hosts", json_integer((json_int_t)j->n_hosts));
+	json_object_set_new(o, "host_distance", json_real(r->host_dist));
+	json_object_set_new(o, "cost_profiled", json_real(r->before / 10));
+	json_object_set_new(o, "cost_proposed", json_real(r->after / 10));
+	for (size_t i = 0; i < j->n_ranks; i++) {
+		const struct nk__job_rank *k = &j->ranks[i], *to = slot_of(r, r->out[i]);
+		json_t *e = json_object();
+		char *cpus = node_cpus(r, to->host_index, to->cpu_node);
+		json_object_set_new(e, "rank", json_integer(k->rank));
+		json_object_set_new(e, "host_profiled", json_string(k->host));
+		json_object_set_new(e, "node_profiled", json_integer(k->cpu_node));
+		json_object_set_new(e, "host", json_string(to->host));
+		json_object_set_new(e, "node", json_integer(to->cpu_node));
+		json_object_set_new(e, "cpus", cpus ? json_string(cpus) : json_null());
+		json_object_set_new(e, "traffic_bytes", json_real(traffic_of(r, (int)i)));
+		free(cpus);
+		json_array_append_new(map, e);
+	}
+	json_object_set_new(o, "map", map);
+	return o;
+}
+
+static void rankfile_out(const struct rm *r, struct nk__strbuf *b)
+{
+	const struct nk__job *j = r->j;
+	nk__strbuf_printf(b, "# numakit advise --ranks: job of %s, communication x distance %.0f -> %.0f\n", j->program,
+			  r->before / 10, r->after / 10);
+	nk__strbuf_printf(b, "# slots are physical cpus (the node's): mpirun --mca rmaps_rank_file_physical 1 -rf FILE ...\n");
+	for (size_t i = 0; i < j->n_ranks; i++) {
+		const struct nk__job_rank *k = &j->ranks[i], *to = slot_of(r, r->out[i]);
+		char *cpus = node_cpus(r, to->host_index, to->cpu_node);
+		nk__strbuf_printf(b, "rank %d=%s slot=%s\n", k->rank, to->host, cpus ? cpus : "?");
+		free(cpus);
+	}
+}
+
+int nk__job_rankmap(const struct nk__job *j, int format, char **out, nk_error *err)
+{
+	if (!j || !out || (format != NK_REPORT_TEXT && format != NK_REPORT_JSON && format != NK__RANKMAP_OPENMPI))
+		return nk__error(err, NK_EINVAL, "nk__job_rankmap: bad argument");
+	struct rm r = { .j = j };
+	int rc = setup(&r, err);
+	if (!rc) {
+		struct nk__rm_problem p = { r.n, r.dist, r.edges, r.n_edges, r.initial, r.group };
+		rc = nk__rm_solve(&p, r.out);
+		if (rc)
+			rc = nk__error(err, rc, "rank mapping: %s", nk_strerror(rc));
+		else {
+			r.before = nk__rm_cost(&p, r.initial);
+			r.after = nk__rm_cost(&p, r.out);
+		}
+	}
+	if (!rc) {
+		struct nk__strbuf b = { 0 };
+		if (format == NK_REPORT_JSON) {
+			json_t *o = json_out(&r);
+			char *t = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+			json_decref(o);
+			if (t)
+				nk__strbuf_printf(&b, "%s\n", t);
+			free(t);
+		} else if (format == NK_REPORT_TEXT) {
+			text_out(&r, &b);
+		} else {
+			rankfile_out(&r, &b);
+		}
+		if (!b.s || b.oom) {
+			free(b.s);
+			rc = nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
+		} else {
+			*out = b.s;
+		}
+	}
+	rm_free(&r);
+	return rc;
+}
