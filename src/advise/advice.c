@@ -55,6 +55,30 @@ void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev)
 	ev->dominant_node = -1;
 	ev->ci_lo = ev->ci_hi = -1;
 	ev->samples_effective = -1;
+	ev->noise_ms = -1;
+}
+
+void nk__aplan_evidence_clear(struct nk__aplan_evidence *ev)
+{
+	free(ev->diagnosis);
+	for (size_t i = 0; i < ev->n_cands; i++)
+		free(ev->cands[i].policy);
+	free(ev->cands);
+	nk__aplan_evidence_unknown(ev);
+}
+
+int nk__aplan_cand_add(struct nk__aplan_evidence *ev, const char *policy, double remote_fraction, double stall_ms)
+{
+	struct nk__aplan_cand *n = realloc(ev->cands, (ev->n_cands + 1) * sizeof(*n));
+	if (!n)
+		return NK_ENOMEM;
+	ev->cands = n;
+	if (!(n[ev->n_cands].policy = strdup(policy)))
+		return NK_ENOMEM;
+	n[ev->n_cands].remote_fraction = remote_fraction;
+	n[ev->n_cands].stall_ms = stall_ms;
+	ev->n_cands++;
+	return 0;
 }
 
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v)
@@ -91,7 +115,7 @@ void nk__aplan_entry_clear(struct nk__aplan_entry *e)
 	free(e->phase);
 	free(e->ranges);
 	free(e->reason);
-	free(e->ev.diagnosis);
+	nk__aplan_evidence_clear(&e->ev);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -100,6 +124,12 @@ static int entry_copy(struct nk__aplan_entry *d, const struct nk__aplan_entry *s
 	*d = *s;
 	d->variable = d->key = d->policy = d->phase = d->reason = d->ev.diagnosis = NULL;
 	d->ranges = NULL;
+	d->ev.cands = NULL;
+	d->ev.n_cands = 0;
+	for (size_t i = 0; i < s->ev.n_cands; i++)
+		if (nk__aplan_cand_add(&d->ev, s->ev.cands[i].policy, s->ev.cands[i].remote_fraction,
+				       s->ev.cands[i].stall_ms))
+			goto oom;
 	if (dup_into(&d->variable, s->variable) || dup_into(&d->key, s->key) || dup_into(&d->policy, s->policy) ||
 	    dup_into(&d->phase, s->phase) || dup_into(&d->reason, s->reason) ||
 	    dup_into(&d->ev.diagnosis, s->ev.diagnosis))
@@ -321,6 +351,8 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 			old->variable = NULL;
 			ne.ev = old->ev;
 			old->ev.diagnosis = NULL;
+			old->ev.cands = NULL;
+			old->ev.n_cands = 0;
 		}
 		nk__aplan_entry_clear(old);
 		*old = ne;

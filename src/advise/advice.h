@@ -49,6 +49,13 @@ struct nk__aplan_range {
 	int node;
 };
 
+/** A placement advise priced with whatif's model (src/advise/whatif.h) for an entry, chosen or not. */
+struct nk__aplan_cand {
+	char *policy;            /* a policy text, "pages" (the entry's own ranges) or "none" (as profiled) */
+	double remote_fraction;  /* predicted, -1 unknown */
+	double stall_ms;         /* predicted stall estimate, ms */
+};
+
 /** Why an entry was chosen: copied from the analysis, informative only (never needed to apply). */
 struct nk__aplan_evidence {
 	uint64_t size;           /* bytes */
@@ -63,6 +70,9 @@ struct nk__aplan_evidence {
 	int dominant_node;       /* -1 none */
 	double dominant_share;
 	char *diagnosis;         /* nk__an_diag_name(), NULL unknown */
+	struct nk__aplan_cand *cands; /* the candidates advise priced, in the order it considered them */
+	size_t n_cands;
+	double noise_ms;         /* the stall difference advise took for a near-tie, -1 unknown */
 };
 
 struct nk__aplan_entry {
@@ -131,8 +141,12 @@ int nk__aplan_key_local(const char *key);
 struct nk__an_var;
 /** Evidence of an analysis variable (profile/analysis.h): counts, fractions, diagnosis (copied). */
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v);
-/** Evidence meaning "nothing known" (read_fraction, regularity, dominant_node -1; the rest 0). */
+/** Evidence meaning "nothing known" (read_fraction, regularity, dominant_node, noise_ms -1; the rest 0). */
 void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev);
+/** Free what @p ev owns (diagnosis, candidates); it is then "nothing known". */
+void nk__aplan_evidence_clear(struct nk__aplan_evidence *ev);
+/** Append a candidate (the policy copied) to @p ev.  Errors: NK_ENOMEM. */
+int nk__aplan_cand_add(struct nk__aplan_evidence *ev, const char *policy, double remote_fraction, double stall_ms);
 /** "alloc", "first-parallel", "phase"; NULL when out of range. */
 const char *nk__aplan_when_name(int when);
 /** "entries[I] (key \"KEY\")" into @p buf: how the reader's and the machine check's messages name entry @p i. */

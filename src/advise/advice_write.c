@@ -21,7 +21,7 @@ static int evidence_is_unknown(const struct nk__aplan_evidence *ev)
 {
 	return !ev->size && !ev->samples && !ev->threads && ev->remote_fraction == 0 && ev->read_fraction < 0 &&
 	       ev->regularity < 0 && ev->shared_pages == 0 && ev->dominant_node < 0 && ev->dominant_share == 0 &&
-	       !ev->diagnosis && ev->ci_lo < 0 && ev->samples_effective < 0;
+	       !ev->diagnosis && ev->ci_lo < 0 && ev->samples_effective < 0 && !ev->n_cands && ev->noise_ms < 0;
 }
 
 /* ================================================================== writer */
@@ -100,6 +100,18 @@ static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 		oset(o, x, "dominant_node", ev->dominant_node >= 0 ? json_integer(ev->dominant_node) : json_null());
 		oset(o, x, "dominant_share", jfrac(ev->dominant_share));
 		oset(o, x, "diagnosis", jstr(ev->diagnosis));
+		if (ev->noise_ms >= 0)
+			oset(o, x, "noise_ms", json_real(ev->noise_ms));
+		if (ev->n_cands) {
+			json_t *cs = oset(o, x, "candidates", json_array());
+			for (size_t i = 0; i < ev->n_cands; i++) {
+				json_t *c = json_object();
+				oset(o, c, "policy", jstr(ev->cands[i].policy));
+				oset(o, c, "remote_fraction", jfrac(ev->cands[i].remote_fraction));
+				oset(o, c, "stall_ms", json_real(ev->cands[i].stall_ms));
+				apush(o, cs, c);
+			}
+		}
 	}
 	return j;
 }

@@ -89,6 +89,7 @@ struct wi_ctx {
 	/* node mapping of the profiled machine onto m */
 	int remap_threads;  /* a profiled cpu node m lacks: threads round robin over cpu_nodes */
 	int remap_pages;    /* a profiled page node m lacks: node index modulo the memory nodes */
+	const int *node_map; /* the model for advise: profile node index -> node id of m, for threads (NULL: whatif's) */
 	/* threads */
 	int *thr_prof;      /* [n_threads] node index of the thread as profiled after remapping, -1 per sample */
 	int *thr_plan;      /* [n_threads] node index under the plan's pinning, -1: as profiled */
@@ -333,6 +334,10 @@ static int thread_node(const struct wi_ctx *c, const struct nk__an_sample *s, in
 {
 	if (scen && c->thr_plan[s->thread] >= 0)
 		return c->thr_plan[s->thread];
+	if (c->remap_threads && c->node_map) {
+		int ni = s->cpu_node < 0 ? -1 : nk__an_node_index(c->a, s->cpu_node);
+		return ni < 0 ? -1 : node_idx(c, c->node_map[ni]);
+	}
 	if (c->remap_threads)
 		return c->thr_prof[s->thread];
 	return s->cpu_node < 0 ? -1 : node_idx(c, s->cpu_node);
@@ -1208,8 +1213,8 @@ void nk__whatif_model_free(struct nk__whatif_model *w)
 	free(w);
 }
 
-int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, struct nk__whatif_model **out,
-			 nk_error *err)
+int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, const int *node_map,
+			 struct nk__whatif_model **out, nk_error *err)
 {
 	struct nk__whatif_model *w = calloc(1, sizeof(*w));
 	int rc;
@@ -1221,6 +1226,7 @@ int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, stru
 	w->c.m = m;
 	w->c.err = err;
 	w->c.given_machine = 1;
+	w->c.node_map = node_map;
 	if ((rc = load_machine(&w->c)) || (rc = setup_threads(&w->c)))
 		goto fail;
 	setup_pages(&w->c);
@@ -1247,7 +1253,7 @@ fail:
 	return rc;
 }
 
-int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e,
+int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e, int uses,
 			  struct nk__whatif_pred *out, nk_error *err)
 {
 	struct wi_ctx *c = &w->c;
@@ -1270,6 +1276,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 		const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
 		int tn, pn;
+		if (uses && (s->init || s->fini))
+			continue;
 		replay(c, s, e ? &we : NULL, 1, &tn, &pn, &rc);
 		if (rc)
 			goto out;

@@ -34,21 +34,25 @@ struct nk__whatif_pred {
 };
 
 /**
- * The model of analysis @p a on machine @p m (the target: node ids of entries are its ids; profiled nodes
- * it lacks are remapped as whatif does with --machine).  Errors: NK_EINVAL (a machine without nodes with
- * memory or cpus), NK_ENOMEM; @p err says which.
+ * The model of analysis @p a on machine @p m (the target: node ids of entries are its ids).  Profiled nodes
+ * it lacks are remapped as whatif does with --machine, except that with @p node_map (profile node index, as
+ * in a->node_ids -> node id of @p m; kept, not copied) the threads follow it: advise prices a plan for
+ * another machine with the node mapping it made the plan with, where whatif places the profiled threads
+ * round robin.  On the profile's own machine the map plays no part.  Errors: NK_EINVAL (a machine without
+ * nodes with memory or cpus), NK_ENOMEM; @p err says which.
  */
-int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, struct nk__whatif_model **out,
-			 nk_error *err);
+int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, const int *node_map,
+			 struct nk__whatif_model **out, nk_error *err);
 void nk__whatif_model_free(struct nk__whatif_model *w);
 
 /**
  * Variable @p var of the analysis under entry @p e (its policy, ranges and page size are used; it applies
  * to every sample, as an "alloc" entry does), or as profiled when @p e is NULL or its policy "none".
- * Errors: NK_EINVAL / NK_ENODEV (the policy does not parse or build on the machine, a node it lacks),
- * NK_ENOMEM; *out is then unchanged.
+ * @p uses: leave out the samples of a site of small blocks' initialisation and teardown (sample.init,
+ * .fini; 0 replays every sample, as whatif does).  Errors: NK_EINVAL / NK_ENODEV (the policy does not
+ * parse or build on the machine, a node it lacks), NK_ENOMEM; *out is then unchanged.
  */
-int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e,
+int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e, int uses,
 			  struct nk__whatif_pred *out, nk_error *err);
 
 /** Mean latency (ns) the model gives a remote access minus a local one, over the machine's memory nodes. */
