@@ -856,10 +856,18 @@ static int price(const struct adv *c, size_t vi, const struct nk__an_var *v, con
 	return rc == NK_ENOMEM ? rc : 0;
 }
 
+/* A stall in ms: 3 significant digits, whole ms from 1000 on ("0.0215", "3.86", "1222") */
+static const char *fmt_ms(double ms, char *buf, size_t cap)
+{
+	snprintf(buf, cap, ms >= 1000 ? "%.0f" : "%.3g", ms);
+	return buf;
+}
+
 /* "75.0% remote, stall 0.123 ms" */
 static const char *fmt_pred(const struct nk__whatif_pred *w, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%.1f%% remote, stall %.3g ms", pct(w->remote_fraction), w->stall_ms);
+	char ms[32];
+	snprintf(buf, cap, "%.1f%% remote, stall %s ms", pct(w->remote_fraction), fmt_ms(w->stall_ms, ms, sizeof ms));
 	return buf;
 }
 
@@ -880,7 +888,7 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 	struct nk__whatif_pred lw, *w = calloc(n, sizeof(*w));
 	int *ok = calloc(n, sizeof(int)), *good = calloc(n, sizeof(int)), lok = 0, rc = 0;
 	struct nk__strbuf b = { 0 };
-	char p0[96], p1[96];
+	char p0[96], p1[96], m1[32], m2[32];
 
 	*pick = 0;
 	*why = NULL;
@@ -962,17 +970,18 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 	} else {
 		*pick = -1;
 		nk__strbuf_printf(&b, "no placement is predicted better than as profiled (%s) by more than the noise "
-				"(%.3g ms): ", p0, noise);
+				"(%s ms): ", p0, fmt_ms(noise, m1, sizeof m1));
 		if (ok[0])
 			nk__strbuf_printf(&b, "the rules' choice, %s, predicted %.1f%% remote vs %.1f%% as profiled "
-					"(stall %.3g vs %.3g ms; %s)", rule->policy, pct(w[0].remote_fraction),
-				  pct(lw.remote_fraction), w[0].stall_ms, lw.stall_ms, rule->reason);
+					"(stall %s vs %s ms; %s)", rule->policy, pct(w[0].remote_fraction),
+				  pct(lw.remote_fraction), fmt_ms(w[0].stall_ms, m1, sizeof m1), fmt_ms(lw.stall_ms, m2, sizeof m2),
+				  rule->reason);
 		else
 			nk__strbuf_printf(&b, "the rules' choice, %s, cannot be priced", rule->policy);
 		for (size_t i = 1; i < n; i++)
 			if (ok[i])
-				nk__strbuf_printf(&b, "; %s %.1f%% (%.3g ms)", alt->d[i - 1].policy, pct(w[i].remote_fraction),
-					  w[i].stall_ms);
+				nk__strbuf_printf(&b, "; %s %.1f%% (%s ms)", alt->d[i - 1].policy, pct(w[i].remote_fraction),
+					  fmt_ms(w[i].stall_ms, m1, sizeof m1));
 	}
 	if (!(*why = nk__strbuf_take(&b)))
 		rc = NK_ENOMEM;
