@@ -58,27 +58,38 @@ void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev)
 	ev->noise_ms = -1;
 }
 
+void nk__aplan_cands_free(struct nk__aplan_cand *cands, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(cands[i].policy);
+	free(cands);
+}
+
 void nk__aplan_evidence_clear(struct nk__aplan_evidence *ev)
 {
 	free(ev->diagnosis);
-	for (size_t i = 0; i < ev->n_cands; i++)
-		free(ev->cands[i].policy);
-	free(ev->cands);
+	nk__aplan_cands_free(ev->cands, ev->n_cands);
 	nk__aplan_evidence_unknown(ev);
+}
+
+int nk__aplan_cands_add(struct nk__aplan_cand **cands, size_t *n, const char *policy, double remote_fraction,
+			double stall_ms)
+{
+	struct nk__aplan_cand *c = realloc(*cands, (*n + 1) * sizeof(*c));
+	if (!c)
+		return NK_ENOMEM;
+	*cands = c;
+	if (!(c[*n].policy = strdup(policy)))
+		return NK_ENOMEM;
+	c[*n].remote_fraction = remote_fraction;
+	c[*n].stall_ms = stall_ms;
+	(*n)++;
+	return 0;
 }
 
 int nk__aplan_cand_add(struct nk__aplan_evidence *ev, const char *policy, double remote_fraction, double stall_ms)
 {
-	struct nk__aplan_cand *n = realloc(ev->cands, (ev->n_cands + 1) * sizeof(*n));
-	if (!n)
-		return NK_ENOMEM;
-	ev->cands = n;
-	if (!(n[ev->n_cands].policy = strdup(policy)))
-		return NK_ENOMEM;
-	n[ev->n_cands].remote_fraction = remote_fraction;
-	n[ev->n_cands].stall_ms = stall_ms;
-	ev->n_cands++;
-	return 0;
+	return nk__aplan_cands_add(&ev->cands, &ev->n_cands, policy, remote_fraction, stall_ms);
 }
 
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v)
@@ -192,7 +203,17 @@ int nk__aplan_warn(nk_advice *a, const char *msg)
 	return 0;
 }
 
-int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason)
+static void skip_clear(struct nk__aplan_skip *s)
+{
+	free(s->key);
+	free(s->variable);
+	free(s->reason);
+	nk__aplan_cands_free(s->cands, s->n_cands);
+	memset(s, 0, sizeof(*s));
+}
+
+int nk__aplan_skip_priced(nk_advice *a, const char *key, const char *variable, const char *reason,
+			  const struct nk__aplan_cand *cands, size_t nc)
 {
 	if (!a || !key)
 		return NK_EINVAL;
@@ -201,14 +222,22 @@ int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const ch
 		return NK_ENOMEM;
 	a->left_alone = s;
 	struct nk__aplan_skip *n = &s[a->n_left_alone];
-	if (dup_into(&n->key, key) || dup_into(&n->variable, variable) || dup_into(&n->reason, reason)) {
-		free(n->key);
-		free(n->variable);
-		free(n->reason);
+	memset(n, 0, sizeof(*n));
+	int bad = dup_into(&n->key, key) || dup_into(&n->variable, variable) || dup_into(&n->reason, reason);
+	for (size_t i = 0; i < nc && !bad; i++)
+		bad = nk__aplan_cands_add(&n->cands, &n->n_cands, cands[i].policy, cands[i].remote_fraction,
+					  cands[i].stall_ms) != 0;
+	if (bad) {
+		skip_clear(n);
 		return NK_ENOMEM;
 	}
 	a->n_left_alone++;
 	return 0;
+}
+
+int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason)
+{
+	return nk__aplan_skip_priced(a, key, variable, reason, NULL, 0);
 }
 
 static void pin_clear(struct nk__aplan_pin *p)
@@ -234,11 +263,8 @@ void nk_advice_free(nk_advice *a)
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);
-	for (size_t i = 0; i < a->n_left_alone; i++) {
-		free(a->left_alone[i].key);
-		free(a->left_alone[i].variable);
-		free(a->left_alone[i].reason);
-	}
+	for (size_t i = 0; i < a->n_left_alone; i++)
+		skip_clear(&a->left_alone[i]);
 	free(a->left_alone);
 	free(a);
 }
@@ -370,9 +396,7 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 	for (size_t i = 0; i < a->n_left_alone; i++) {
 		struct nk__aplan_skip *s = &a->left_alone[i];
 		if (s->key && !strcmp(s->key, key)) {
-			free(s->key);
-			free(s->variable);
-			free(s->reason);
+			skip_clear(s);
 			continue;
 		}
 		a->left_alone[w++] = *s;

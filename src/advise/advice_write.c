@@ -59,6 +59,19 @@ static json_t *jfrac(double v)
 	return v >= 0 && isfinite(v) ? json_real(v) : json_null();
 }
 
+static json_t *build_cands(struct ap_out *o, const struct nk__aplan_cand *cands, size_t n)
+{
+	json_t *cs = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_object();
+		oset(o, c, "policy", jstr(cands[i].policy));
+		oset(o, c, "remote_fraction", jfrac(cands[i].remote_fraction));
+		oset(o, c, "stall_ms", json_real(cands[i].stall_ms));
+		apush(o, cs, c);
+	}
+	return cs;
+}
+
 static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 {
 	json_t *j = json_object();
@@ -102,16 +115,8 @@ static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 		oset(o, x, "diagnosis", jstr(ev->diagnosis));
 		if (ev->noise_ms >= 0)
 			oset(o, x, "noise_ms", json_real(ev->noise_ms));
-		if (ev->n_cands) {
-			json_t *cs = oset(o, x, "candidates", json_array());
-			for (size_t i = 0; i < ev->n_cands; i++) {
-				json_t *c = json_object();
-				oset(o, c, "policy", jstr(ev->cands[i].policy));
-				oset(o, c, "remote_fraction", jfrac(ev->cands[i].remote_fraction));
-				oset(o, c, "stall_ms", json_real(ev->cands[i].stall_ms));
-				apush(o, cs, c);
-			}
-		}
+		if (ev->n_cands)
+			oset(o, x, "candidates", build_cands(o, ev->cands, ev->n_cands));
 	}
 	return j;
 }
@@ -172,6 +177,8 @@ static json_t *build_json(const nk_advice *a)
 				oset(&o, j, "variable", json_string(s->variable));
 			if (s->reason)
 				oset(&o, j, "reason", json_string(s->reason));
+			if (s->n_cands)
+				oset(&o, j, "candidates", build_cands(&o, s->cands, s->n_cands));
 			apush(&o, x, j);
 		}
 	}

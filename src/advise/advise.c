@@ -1383,7 +1383,7 @@ static int advise_var(struct adv *c, nk_advice *plan, size_t vi)
 	if (rc || (rc = choose(c, vi, v, &d, &alt, &pick, &why, &priced)))
 		goto out;
 	if (pick < 0) {
-		rc = nk__aplan_skip(plan, v->key ? v->key : "?", v->name, why);
+		rc = nk__aplan_skip_priced(plan, v->key ? v->key : "?", v->name, why, priced.cands, priced.n_cands);
 		goto out;
 	}
 	struct dec *e = pick ? &alt.d[pick - 1] : &d;

@@ -39,7 +39,10 @@ static const char full_plan[] =
 	"     \"evidence\": {\"size\": 8192, \"read_fraction\": null, \"regularity\": null, \"dominant_node\": null}},\n"
 	"    {\"key\": \"name:table\", \"policy\": \"none\", \"when\": \"first-parallel\"}\n"
 	"  ],\n"
-	"  \"left_alone\": [{\"key\": \"heap:pid12:site3\", \"variable\": \"allocation site 3\", \"reason\": \"process-local\"}],\n"
+	"  \"left_alone\": [{\"key\": \"heap:pid12:site3\", \"variable\": \"allocation site 3\", \"reason\": \"process-local\"},\n"
+	"                 {\"key\": \"name:list\", \"reason\": \"no placement is predicted better\",\n"
+	"                  \"candidates\": [{\"policy\": \"none\", \"remote_fraction\": 0.3, \"stall_ms\": 1},\n"
+	"                                 {\"policy\": \"cyclic\", \"remote_fraction\": 0.75, \"stall_ms\": 2}]}],\n"
 	"  \"warnings\": [\"migrating table costs more than it saves\"]\n"
 	"}\n";
 
@@ -89,8 +92,11 @@ static void test_roundtrip(void **state)
 	assert_string_equal(e->phase, "solve");
 	assert_true(e->ev.regularity < 0);
 	assert_int_equal(a->entries[3].when, NK__WHEN_FIRST_PARALLEL);
-	assert_int_equal(a->n_left_alone, 1);
+	assert_int_equal(a->n_left_alone, 2);
 	assert_string_equal(a->left_alone[0].reason, "process-local");
+	assert_int_equal(a->left_alone[0].n_cands, 0);
+	assert_int_equal(a->left_alone[1].n_cands, 2);
+	assert_string_equal(a->left_alone[1].cands[1].policy, "cyclic");
 	assert_int_equal(a->n_warnings, 1);
 
 	char *t1 = NULL, *t2 = NULL;

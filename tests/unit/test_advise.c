@@ -940,6 +940,12 @@ static void test_model_rejects_worse(void **state)
 	assert_non_null(strstr(k->reason, "the rules' choice, cyclic, predicted "));
 	assert_non_null(strstr(k->reason, "% remote vs 40.0% as profiled"));
 	assert_non_null(strstr(k->reason, "interleave it over every node"));
+	/* and the record, read back: as profiled first, then the rules' choice */
+	assert_true(k->n_cands >= 2);
+	assert_string_equal(k->cands[0].policy, "none");
+	assert_true(k->cands[0].remote_fraction > 0.399 && k->cands[0].remote_fraction < 0.401);
+	assert_string_equal(k->cands[1].policy, "cyclic");
+	assert_true(k->cands[1].stall_ms > k->cands[0].stall_ms);
 	assert_null(a->pin.strategy); /* nothing interleaved: no scatter */
 	nk_advice_free(a);
 
