@@ -55,6 +55,41 @@ void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev)
 	ev->dominant_node = -1;
 	ev->ci_lo = ev->ci_hi = -1;
 	ev->samples_effective = -1;
+	ev->noise_ms = -1;
+}
+
+void nk__aplan_cands_free(struct nk__aplan_cand *cands, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(cands[i].policy);
+	free(cands);
+}
+
+void nk__aplan_evidence_clear(struct nk__aplan_evidence *ev)
+{
+	free(ev->diagnosis);
+	nk__aplan_cands_free(ev->cands, ev->n_cands);
+	nk__aplan_evidence_unknown(ev);
+}
+
+int nk__aplan_cands_add(struct nk__aplan_cand **cands, size_t *n, const char *policy, double remote_fraction,
+			double stall_ms)
+{
+	struct nk__aplan_cand *c = realloc(*cands, (*n + 1) * sizeof(*c));
+	if (!c)
+		return NK_ENOMEM;
+	*cands = c;
+	if (!(c[*n].policy = strdup(policy)))
+		return NK_ENOMEM;
+	c[*n].remote_fraction = remote_fraction;
+	c[*n].stall_ms = stall_ms;
+	(*n)++;
+	return 0;
+}
+
+int nk__aplan_cand_add(struct nk__aplan_evidence *ev, const char *policy, double remote_fraction, double stall_ms)
+{
+	return nk__aplan_cands_add(&ev->cands, &ev->n_cands, policy, remote_fraction, stall_ms);
 }
 
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v)
@@ -91,7 +126,7 @@ void nk__aplan_entry_clear(struct nk__aplan_entry *e)
 	free(e->phase);
 	free(e->ranges);
 	free(e->reason);
-	free(e->ev.diagnosis);
+	nk__aplan_evidence_clear(&e->ev);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -100,6 +135,12 @@ static int entry_copy(struct nk__aplan_entry *d, const struct nk__aplan_entry *s
 	*d = *s;
 	d->variable = d->key = d->policy = d->phase = d->reason = d->ev.diagnosis = NULL;
 	d->ranges = NULL;
+	d->ev.cands = NULL;
+	d->ev.n_cands = 0;
+	for (size_t i = 0; i < s->ev.n_cands; i++)
+		if (nk__aplan_cand_add(&d->ev, s->ev.cands[i].policy, s->ev.cands[i].remote_fraction,
+				       s->ev.cands[i].stall_ms))
+			goto oom;
 	if (dup_into(&d->variable, s->variable) || dup_into(&d->key, s->key) || dup_into(&d->policy, s->policy) ||
 	    dup_into(&d->phase, s->phase) || dup_into(&d->reason, s->reason) ||
 	    dup_into(&d->ev.diagnosis, s->ev.diagnosis))
@@ -162,7 +203,17 @@ int nk__aplan_warn(nk_advice *a, const char *msg)
 	return 0;
 }
 
-int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason)
+static void skip_clear(struct nk__aplan_skip *s)
+{
+	free(s->key);
+	free(s->variable);
+	free(s->reason);
+	nk__aplan_cands_free(s->cands, s->n_cands);
+	memset(s, 0, sizeof(*s));
+}
+
+int nk__aplan_skip_priced(nk_advice *a, const char *key, const char *variable, const char *reason,
+			  const struct nk__aplan_cand *cands, size_t nc)
 {
 	if (!a || !key)
 		return NK_EINVAL;
@@ -171,14 +222,22 @@ int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const ch
 		return NK_ENOMEM;
 	a->left_alone = s;
 	struct nk__aplan_skip *n = &s[a->n_left_alone];
-	if (dup_into(&n->key, key) || dup_into(&n->variable, variable) || dup_into(&n->reason, reason)) {
-		free(n->key);
-		free(n->variable);
-		free(n->reason);
+	memset(n, 0, sizeof(*n));
+	int bad = dup_into(&n->key, key) || dup_into(&n->variable, variable) || dup_into(&n->reason, reason);
+	for (size_t i = 0; i < nc && !bad; i++)
+		bad = nk__aplan_cands_add(&n->cands, &n->n_cands, cands[i].policy, cands[i].remote_fraction,
+					  cands[i].stall_ms) != 0;
+	if (bad) {
+		skip_clear(n);
 		return NK_ENOMEM;
 	}
 	a->n_left_alone++;
 	return 0;
+}
+
+int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason)
+{
+	return nk__aplan_skip_priced(a, key, variable, reason, NULL, 0);
 }
 
 static void pin_clear(struct nk__aplan_pin *p)
@@ -204,11 +263,8 @@ void nk_advice_free(nk_advice *a)
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);
-	for (size_t i = 0; i < a->n_left_alone; i++) {
-		free(a->left_alone[i].key);
-		free(a->left_alone[i].variable);
-		free(a->left_alone[i].reason);
-	}
+	for (size_t i = 0; i < a->n_left_alone; i++)
+		skip_clear(&a->left_alone[i]);
 	free(a->left_alone);
 	free(a);
 }
@@ -321,6 +377,8 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 			old->variable = NULL;
 			ne.ev = old->ev;
 			old->ev.diagnosis = NULL;
+			old->ev.cands = NULL;
+			old->ev.n_cands = 0;
 		}
 		nk__aplan_entry_clear(old);
 		*old = ne;
@@ -338,9 +396,7 @@ int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, const char
 	for (size_t i = 0; i < a->n_left_alone; i++) {
 		struct nk__aplan_skip *s = &a->left_alone[i];
 		if (s->key && !strcmp(s->key, key)) {
-			free(s->key);
-			free(s->variable);
-			free(s->reason);
+			skip_clear(s);
 			continue;
 		}
 		a->left_alone[w++] = *s;

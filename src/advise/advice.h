@@ -49,6 +49,13 @@ struct nk__aplan_range {
 	int node;
 };
 
+/** A placement advise priced with whatif's model (src/advise/whatif.h) for an entry, chosen or not. */
+struct nk__aplan_cand {
+	char *policy;            /* a policy text, "pages" (the entry's own ranges) or "none" (as profiled) */
+	double remote_fraction;  /* predicted, -1 unknown */
+	double stall_ms;         /* predicted stall estimate, ms */
+};
+
 /** Why an entry was chosen: copied from the analysis, informative only (never needed to apply). */
 struct nk__aplan_evidence {
 	uint64_t size;           /* bytes */
@@ -63,6 +70,9 @@ struct nk__aplan_evidence {
 	int dominant_node;       /* -1 none */
 	double dominant_share;
 	char *diagnosis;         /* nk__an_diag_name(), NULL unknown */
+	struct nk__aplan_cand *cands; /* the candidates advise priced, in the order it considered them */
+	size_t n_cands;
+	double noise_ms;         /* the stall difference advise took for a near-tie, -1 unknown */
 };
 
 struct nk__aplan_entry {
@@ -95,6 +105,8 @@ struct nk__aplan_skip {
 	char *key;               /* its key (may be process-local: then it could not be placed anyway) */
 	char *variable;          /* display name; NULL none */
 	char *reason;            /* one sentence; NULL none */
+	struct nk__aplan_cand *cands; /* the placements advise priced before leaving it, NULL none */
+	size_t n_cands;
 };
 
 struct nk_advice {
@@ -124,6 +136,9 @@ struct nk__aplan_entry *nk__aplan_find(nk_advice *a, const char *key, int when, 
 int nk__aplan_warn(nk_advice *a, const char *msg);
 /** Append a left-alone record (copies).  Errors: NK_ENOMEM. */
 int nk__aplan_skip(nk_advice *a, const char *key, const char *variable, const char *reason);
+/** The same, with the candidates advise priced (copied; @p n 0: none).  Errors: NK_ENOMEM. */
+int nk__aplan_skip_priced(nk_advice *a, const char *key, const char *variable, const char *reason,
+			  const struct nk__aplan_cand *cands, size_t n);
 /** 1 when @p key is one a plan may carry: "static:", "heap:" or "name:" and something after it. */
 int nk__aplan_key_valid(const char *key);
 /** 1 when @p key names a process-local variable (":pid" followed by a digit): no later run matches it. */
@@ -131,8 +146,17 @@ int nk__aplan_key_local(const char *key);
 struct nk__an_var;
 /** Evidence of an analysis variable (profile/analysis.h): counts, fractions, diagnosis (copied). */
 void nk__aplan_evidence_of(struct nk__aplan_evidence *ev, const struct nk__an_var *v);
-/** Evidence meaning "nothing known" (read_fraction, regularity, dominant_node -1; the rest 0). */
+/** Evidence meaning "nothing known" (read_fraction, regularity, dominant_node, noise_ms -1; the rest 0). */
 void nk__aplan_evidence_unknown(struct nk__aplan_evidence *ev);
+/** Free what @p ev owns (diagnosis, candidates); it is then "nothing known". */
+void nk__aplan_evidence_clear(struct nk__aplan_evidence *ev);
+/** Append a candidate (the policy copied) to @p *cands (@p *n of them).  Errors: NK_ENOMEM. */
+int nk__aplan_cands_add(struct nk__aplan_cand **cands, size_t *n, const char *policy, double remote_fraction,
+			double stall_ms);
+/** nk__aplan_cands_add to @p ev's candidates. */
+int nk__aplan_cand_add(struct nk__aplan_evidence *ev, const char *policy, double remote_fraction, double stall_ms);
+/** Free @p n candidates and their array. */
+void nk__aplan_cands_free(struct nk__aplan_cand *cands, size_t n);
 /** "alloc", "first-parallel", "phase"; NULL when out of range. */
 const char *nk__aplan_when_name(int when);
 /** "entries[I] (key \"KEY\")" into @p buf: how the reader's and the machine check's messages name entry @p i. */

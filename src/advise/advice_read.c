@@ -128,12 +128,48 @@ void nk__aplan_entry_where(char *buf, size_t cap, size_t i, const char *key)
 		snprintf(buf, cap, "entries[%zu]", i);
 }
 
+/* evidence.candidates, left_alone[].candidates: [{"policy", "remote_fraction", "stall_ms"}, ...] (absent in
+ * older plans) */
+static int parse_candidates(struct nk__json_in *in, const json_t *v, const char *where, struct nk__aplan_cand **cands,
+			    size_t *ncands)
+{
+	static const char *const fields[] = { "policy", "remote_fraction", "stall_ms", NULL };
+	char w[260]; /* where (< 224) + ": candidates[N]" */
+	int rc;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return nk__json_fail(in, NK_EPARSE, where, "candidates: expected an array, found %s", nk__json_type_name(v));
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		const json_t *c = json_array_get(v, i), *pol;
+		double rf, st;
+		snprintf(w, sizeof w, "%s: candidates[%zu]", where, i);
+		if (!json_is_object(c))
+			return nk__json_fail(in, NK_EPARSE, w, "expected an object, found %s", nk__json_type_name(c));
+		if ((rc = check_fields(in, c, w, fields)))
+			return rc;
+		pol = json_object_get(c, "policy");
+		if (!json_is_string(pol) || !*json_string_value(pol))
+			return nk__json_fail(in, NK_EPARSE, w, "policy: expected a non-empty string, found %s",
+					     pol ? nk__json_type_name(pol) : "nothing");
+		if (!json_object_get(c, "stall_ms"))
+			return nk__json_fail(in, NK_EPARSE, w, "stall_ms: missing");
+		if ((rc = get_num(in, c, "remote_fraction", w, 0, 1, -1, &rf)) ||
+		    (rc = get_num(in, c, "stall_ms", w, 0, 1e300, 0, &st)))
+			return rc;
+		if (nk__aplan_cands_add(cands, ncands, json_string_value(pol), rf, st))
+			return nk__json_fail(in, NK_ENOMEM, w, "out of memory");
+	}
+	return 0;
+}
+
 static int parse_evidence(struct nk__json_in *in, const json_t *v, const char *where, struct nk__aplan_evidence *ev)
 {
 	static const char *const fields[] = { "size",         "samples",        "threads",       "remote_fraction",
 					      "read_fraction", "regularity",    "shared_pages",  "dominant_node",
 					      "dominant_share", "diagnosis",    "remote_ci",     "samples_effective",
-					      NULL };
+					      "noise_ms",       "candidates",   NULL };
 	char w[224]; /* where (< 200) + ": evidence" */
 	uint64_t dn;
 	int rc;
@@ -154,7 +190,9 @@ static int parse_evidence(struct nk__json_in *in, const json_t *v, const char *w
 	    (rc = get_uint(in, v, "dominant_node", w, NK__MAX_ID, UINT64_MAX, &dn)) ||
 	    (rc = get_num(in, v, "dominant_share", w, 0, 1, 0, &ev->dominant_share)) ||
 	    (rc = get_str(in, v, "diagnosis", w, &ev->diagnosis)) ||
-	    (rc = get_num(in, v, "samples_effective", w, 0, 1e300, -1, &ev->samples_effective)))
+	    (rc = get_num(in, v, "samples_effective", w, 0, 1e300, -1, &ev->samples_effective)) ||
+	    (rc = get_num(in, v, "noise_ms", w, 0, 1e300, -1, &ev->noise_ms)) ||
+	    (rc = parse_candidates(in, json_object_get(v, "candidates"), w, &ev->cands, &ev->n_cands)))
 		return rc;
 	const json_t *ci = json_object_get(v, "remote_ci");
 	if (ci && !json_is_null(ci)) {
@@ -475,7 +513,7 @@ static int parse_machine(struct nk__json_in *in, const json_t *v, nk_advice *a)
 
 static int parse_left_alone(struct nk__json_in *in, const json_t *v, nk_advice *a)
 {
-	static const char *const fields[] = { "key", "variable", "reason", NULL };
+	static const char *const fields[] = { "key", "variable", "reason", "candidates", NULL };
 	char where[64];
 	int rc;
 
@@ -495,7 +533,8 @@ static int parse_left_alone(struct nk__json_in *in, const json_t *v, nk_advice *
 		a->n_left_alone = i + 1; /* owned from here on, for the free on failure */
 		if ((rc = check_fields(in, s, where, fields)) || (rc = get_str(in, s, "key", where, &k->key)) ||
 		    (rc = get_str(in, s, "variable", where, &k->variable)) ||
-		    (rc = get_str(in, s, "reason", where, &k->reason)))
+		    (rc = get_str(in, s, "reason", where, &k->reason)) ||
+		    (rc = parse_candidates(in, json_object_get(s, "candidates"), where, &k->cands, &k->n_cands)))
 			return rc;
 		if (!k->key || !k->key[0])
 			return nk__json_fail(in, NK_EPARSE, where, "key: missing");

@@ -21,7 +21,7 @@ static int evidence_is_unknown(const struct nk__aplan_evidence *ev)
 {
 	return !ev->size && !ev->samples && !ev->threads && ev->remote_fraction == 0 && ev->read_fraction < 0 &&
 	       ev->regularity < 0 && ev->shared_pages == 0 && ev->dominant_node < 0 && ev->dominant_share == 0 &&
-	       !ev->diagnosis && ev->ci_lo < 0 && ev->samples_effective < 0;
+	       !ev->diagnosis && ev->ci_lo < 0 && ev->samples_effective < 0 && !ev->n_cands && ev->noise_ms < 0;
 }
 
 /* ================================================================== writer */
@@ -57,6 +57,19 @@ static json_t *ju64(uint64_t v)
 static json_t *jfrac(double v)
 {
 	return v >= 0 && isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *build_cands(struct ap_out *o, const struct nk__aplan_cand *cands, size_t n)
+{
+	json_t *cs = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_object();
+		oset(o, c, "policy", jstr(cands[i].policy));
+		oset(o, c, "remote_fraction", jfrac(cands[i].remote_fraction));
+		oset(o, c, "stall_ms", json_real(cands[i].stall_ms));
+		apush(o, cs, c);
+	}
+	return cs;
 }
 
 static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
@@ -100,6 +113,10 @@ static json_t *build_entry(struct ap_out *o, const struct nk__aplan_entry *e)
 		oset(o, x, "dominant_node", ev->dominant_node >= 0 ? json_integer(ev->dominant_node) : json_null());
 		oset(o, x, "dominant_share", jfrac(ev->dominant_share));
 		oset(o, x, "diagnosis", jstr(ev->diagnosis));
+		if (ev->noise_ms >= 0)
+			oset(o, x, "noise_ms", json_real(ev->noise_ms));
+		if (ev->n_cands)
+			oset(o, x, "candidates", build_cands(o, ev->cands, ev->n_cands));
 	}
 	return j;
 }
@@ -160,6 +177,8 @@ static json_t *build_json(const nk_advice *a)
 				oset(&o, j, "variable", json_string(s->variable));
 			if (s->reason)
 				oset(&o, j, "reason", json_string(s->reason));
+			if (s->n_cands)
+				oset(&o, j, "candidates", build_cands(&o, s->cands, s->n_cands));
 			apush(&o, x, j);
 		}
 	}

@@ -23,6 +23,7 @@
 
 #include "advise/advice.h"
 #include "advise/advise_impl.h"
+#include "advise/whatif.h"
 #include "profile/analysis.h"
 #include "util/list.h"
 #include "util/cmp.h"
@@ -44,6 +45,7 @@
 #define ADV_SHARING_MARGIN 0.25   /* ... and this much above what uniform sharing gives */
 #define ADV_WEIGHT_SCALE 16       /* weighted: the node with the most bandwidth gets this weight */
 #define ADV_PHASE_GAIN 0.05       /* a phase's own layout must make this much more of its accesses local */
+#define ADV_SERVE_HOT 0.50        /* one node serves this share of a variable's accesses: a bandwidth hot spot */
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -177,6 +179,43 @@ static void dec_free(struct dec *d)
 	free(d->reason);
 	free(d->ranges);
 	memset(d, 0, sizeof(*d));
+}
+
+/* The candidates of a variable besides the rules' choice (issue 21 §1), each its own layout. */
+struct decs {
+	struct dec *d;
+	size_t n;
+};
+
+static void decs_free(struct decs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		dec_free(&s->d[i]);
+	free(s->d);
+	memset(s, 0, sizeof(*s));
+}
+
+/* *@p d moved into @p s (emptied), unless a candidate of the same policy is there (then freed). */
+static int decs_add(struct decs *s, struct dec *d)
+{
+	if (!d->policy) {
+		dec_free(d);
+		return 0;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->d[i].policy, d->policy)) {
+			dec_free(d);
+			return 0;
+		}
+	struct dec *n = realloc(s->d, (s->n + 1) * sizeof(*n));
+	if (!n) {
+		dec_free(d);
+		return NK_ENOMEM;
+	}
+	s->d = n;
+	s->d[s->n++] = *d;
+	memset(d, 0, sizeof(*d));
+	return 0;
 }
 
 /* Page ranges: each sampled page on its owner, unsampled pages on the owner of the nearest sampled page. */
@@ -439,11 +478,188 @@ done:
 	return 0;
 }
 
+/* A block layout of @p t blocks on nodes @p bn as a decision (bind when all on one node); @p simpler: it
+ * replaced the best fit of @p best_t blocks in @p best_runs runs, @p best_local local; @p ideal >= 0: the
+ * rules' fit test turned it down against that per-page local share. */
+static int block_dec_fit(const struct nk__an_var *v, uint64_t t, const int *bn, double local, int simpler,
+			 uint64_t best_t, int best_runs, double best_local, double ideal, struct dec *d)
+{
+	struct nk__strbuf pol = { 0 }, why = { 0 };
+	int one = 1;
+	for (uint64_t b = 1; b < t; b++)
+		one &= bn[b] == bn[0];
+	double now = v->local + v->remote ? (double)v->local / (double)(v->local + v->remote) : 0;
+	memset(d, 0, sizeof(*d));
+	if (one) {
+		d->kind = D_BIND;
+		nk__strbuf_printf(&pol, "bind:nodes=%d", bn[0]);
+		nk__strbuf_printf(&why, "threads on node %d make %.0f%% of its accesses: bind it there (%.0f%% local "
+				"as profiled)", bn[0], pct(local), pct(now));
+	} else {
+		d->kind = D_BLOCK;
+		nk__strbuf_printf(&pol, "block:threads=");
+		for (uint64_t b = 0; b < t; b++)
+			nk__strbuf_printf(&pol, "%s%d", b ? "," : "", bn[b]);
+		if (ideal >= 0)
+			nk__strbuf_printf(&why, "the closest block layout: %llu blocks on the nodes that use them, in the "
+					"observed order, make %.0f%% of its accesses local (%.0f%% as profiled), under %.0f%% "
+					"of the %.0f%% each page on its own users' node would",
+				  (unsigned long long)t, pct(local), pct(now), pct(ADV_BLOCK_FIT), pct(ideal));
+		else
+			nk__strbuf_printf(&why, "each thread works on its own contiguous slice (regularity %.2f): %llu blocks "
+					"on the nodes that use them, in the observed order, make %.0f%% of its "
+					"accesses local (%.0f%% as profiled)",
+				  v->regularity < 0 ? 0 : v->regularity, (unsigned long long)t, pct(local), pct(now));
+	}
+	if (simpler)
+		nk__strbuf_printf(&why, "; simplified from %llu blocks in %d runs, a finer layout than the samples "
+				"support: %.1f%% -> %.1f%% of the sampled accesses local",
+			  (unsigned long long)best_t, best_runs, 100.0 * best_local, 100.0 * local);
+	char *raw = nk__strbuf_take(&pol);
+	d->reason = nk__strbuf_take(&why);
+	d->policy = raw ? canon_policy(raw) : NULL;
+	free(raw);
+	d->local = local;
+	return d->policy && d->reason ? 0 : NK_ENOMEM;
+}
+
+static int block_dec(const struct nk__an_var *v, uint64_t t, const int *bn, double local, int simpler, uint64_t best_t,
+		     int best_runs, double best_local, struct dec *d)
+{
+	return block_dec_fit(v, t, bn, local, simpler, best_t, best_runs, best_local, -1, d);
+}
+
+/* A policy text and its reason as a decision of @p kind. */
+static int text_dec(int kind, const char *policy, const char *reason, struct dec *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->local = -1;
+	d->policy = canon_policy(policy);
+	d->reason = strdup(reason);
+	return d->policy && d->reason ? 0 : NK_ENOMEM;
+}
+
+/*
+ * The candidates the rules did not choose but the model prices (issue 21 §1): the other layouts the
+ * rules considered (pages and interleave over the users when the pattern is partitioned), the dominant
+ * user's node, and blocks in the threads' own order (the static schedule's partition).  Layouts fitted
+ * page by page (pages, block fits) are offered only where the rules found the owners stable enough to
+ * fit them (@p partitioned): priced on the samples they were fitted to, they would look better than they
+ * are.
+ */
+static int alternatives(const struct adv *c, const struct nk__an_var *v, const struct pat *p, const struct dec *rule,
+			int partitioned, struct decs *alt)
+{
+	const struct nk__analysis *a = c->a;
+	struct dec x;
+	char why[200];
+	int rc = 0;
+
+	if (partitioned && rule->kind != D_PAGES && !c->o->no_pages) {
+		memset(&x, 0, sizeof(x));
+		if ((rc = pages_ranges(p, &x.ranges, &x.n_ranges)))
+			return rc;
+		if (x.n_ranges <= ADV_MAX_RANGES) {
+			x.kind = D_PAGES;
+			x.local = p->owner_local;
+			snprintf(why, sizeof why, "each page on the node whose threads use it most: %zu page ranges",
+				 x.n_ranges);
+			x.policy = strdup("pages");
+			x.reason = strdup(why);
+			if (!x.policy || !x.reason) {
+				dec_free(&x);
+				return NK_ENOMEM;
+			}
+		}
+		if ((rc = decs_add(alt, &x)))
+			return rc;
+	}
+	if (rule->kind == D_BLOCK || rule->kind == D_PAGES) {
+		memset(&x, 0, sizeof(x));
+		if ((rc = decide_shared(c, v, p, -1, &x)) || (rc = decs_add(alt, &x)))
+			return rc;
+	}
+	/* the node whose threads make most of its accesses (target ids: profile nodes mapped onto one add up) */
+	int best = -1;
+	double bw = 0;
+	for (int q = 0; q < c->nn; q++) {
+		double w = 0;
+		for (int u = 0; u < c->nn; u++)
+			if (c->map[u] == c->map[q])
+				w += p->node_w[u];
+		if (w > bw) {
+			bw = w;
+			best = c->map[q];
+		}
+	}
+	if (best >= 0 && p->total > 0) {
+		char pol[32];
+		snprintf(pol, sizeof pol, "bind:nodes=%d", best);
+		snprintf(why, sizeof why, "threads on node %d make the most of its accesses (%.0f%%): bind it there", best,
+			 pct(bw / p->total));
+		if ((rc = text_dec(D_BIND, pol, why, &x)) || (rc = decs_add(alt, &x)))
+			return rc;
+	}
+	/* blocks in the threads' order: thread i's band on the node thread i ran on (one process only: thread
+	 * indices of several processes are not one team) */
+	int mx = -1;
+	for (size_t t = 0; t < a->n_threads; t++)
+		if (a->threads[t].index > mx)
+			mx = a->threads[t].index;
+	if (a->n_procs != 1 || mx < 1 || mx >= ADV_MAX_BLOCKS)
+		return 0;
+	int *tn = malloc((size_t)(mx + 1) * sizeof(int));
+	if (!tn)
+		return NK_ENOMEM;
+	for (int i = 0; i <= mx; i++)
+		tn[i] = -1;
+	for (size_t t = 0; t < a->n_threads; t++) {
+		int ni = a->threads[t].node >= 0 ? nk__an_node_index(a, a->threads[t].node) : -1;
+		if (a->threads[t].index >= 0 && ni >= 0)
+			tn[a->threads[t].index] = c->map[ni];
+	}
+	int ok = 1, two = 0;
+	for (int i = 0; i <= mx; i++) {
+		ok &= tn[i] >= 0;
+		two |= tn[i] != tn[0];
+	}
+	if (ok && two) {
+		/* runs of one node all k threads long: k threads' bands are one block (block:threads=0-3, not
+		 * block:threads=0*2,1*2,2*2,3*2) */
+		int k = mx + 1;
+		for (int i = 0, run = 1; i <= mx; i++, run++)
+			if (i == mx || tn[i + 1] != tn[i]) {
+				for (int g = k; g >= 1; g--)
+					if (k % g == 0 && run % g == 0) {
+						k = g;
+						break;
+					}
+				run = 0;
+			}
+		struct nk__strbuf pol = { 0 };
+		nk__strbuf_printf(&pol, "block:threads=");
+		for (int i = 0; i <= mx; i += k)
+			nk__strbuf_printf(&pol, "%s%d", i ? "," : "", tn[i]);
+		snprintf(why, sizeof why, "%d blocks in the threads' order, each on the node its thread%s ran on (a "
+					  "static schedule's partition)", (mx + 1) / k, k > 1 ? "s" : "");
+		char *raw = nk__strbuf_take(&pol);
+		rc = raw ? text_dec(D_BLOCK, raw, why, &x) : NK_ENOMEM;
+		free(raw);
+		if (!rc)
+			rc = decs_add(alt, &x);
+	}
+	free(tn);
+	return rc;
+}
+
 /*
  * The policy for variable @p vi (analysis @p v: the whole variable, or its view in one phase) from the
- * pattern of its samples in @p phase (-1 all).  d->kind D_NONE: nothing to decide (no known node).
+ * pattern of its samples in @p phase (-1 all): the rules' choice in @p d, and with @p alt the other
+ * candidates for the model to price.  d->kind D_NONE: nothing to decide (no known node).
  */
-static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, int phase, struct dec *d)
+static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, int phase, struct dec *d,
+		  struct decs *alt)
 {
 	struct pat p;
 	double local = -1; /* of the best block layout, -1 none tried */
@@ -485,46 +701,51 @@ static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, in
 		if ((rc = nk__adv_block_fit(c, &p, cands, 4, &bn, &t, &local)))
 			goto out;
 		if (t && local >= ADV_BLOCK_FIT * p.owner_local) {
-			struct nk__strbuf pol = { 0 }, why = { 0 };
 			uint64_t best_t = t;
 			double best_local = local;
 			int simpler = 0, best_runs = nk__adv_lay_runs(bn, t);
+			int *best_bn = malloc((size_t)t * sizeof(int));
+			if (!best_bn) {
+				free(bn);
+				rc = NK_ENOMEM;
+				goto out;
+			}
+			memcpy(best_bn, bn, (size_t)t * sizeof(int));
 			if ((rc = nk__adv_block_simplify(c, &p, cands, 4, &t, &bn, &local, &simpler))) {
+				free(bn);
+				free(best_bn);
+				goto out;
+			}
+			rc = block_dec(v, t, bn, local, simpler, best_t, best_runs, best_local, d);
+			if (!rc && alt && simpler) { /* the best fit, before simplifying, is a candidate too */
+				struct dec x;
+				rc = block_dec(v, best_t, best_bn, best_local, 0, 0, 0, 0, &x);
+				if (!rc)
+					rc = decs_add(alt, &x);
+				else
+					dec_free(&x);
+			}
+			free(bn);
+			free(best_bn);
+			goto out;
+		}
+		if (alt && t) { /* the best fit the test turned down, simplified: the model may still prefer it */
+			struct dec x;
+			uint64_t best_t = t;
+			double best_local = local, sl = local;
+			int simpler = 0, best_runs = nk__adv_lay_runs(bn, t);
+			rc = nk__adv_block_simplify(c, &p, cands, 4, &t, &bn, &sl, &simpler);
+			memset(&x, 0, sizeof(x));
+			if (!rc)
+				rc = block_dec_fit(v, t, bn, sl, simpler, best_t, best_runs, best_local, p.owner_local, &x);
+			if (!rc)
+				rc = decs_add(alt, &x);
+			else
+				dec_free(&x);
+			if (rc) {
 				free(bn);
 				goto out;
 			}
-			int one = 1;
-			for (uint64_t b = 1; b < t; b++)
-				one &= bn[b] == bn[0];
-			double now = v->local + v->remote ? (double)v->local / (double)(v->local + v->remote) : 0;
-			if (one) {
-				d->kind = D_BIND;
-				nk__strbuf_printf(&pol, "bind:nodes=%d", bn[0]);
-				nk__strbuf_printf(&why, "threads on node %d make %.0f%% of its accesses: bind it there (%.0f%% local "
-						"as profiled)", bn[0], pct(local), pct(now));
-			} else {
-				d->kind = D_BLOCK;
-				nk__strbuf_printf(&pol, "block:threads=");
-				for (uint64_t b = 0; b < t; b++)
-					nk__strbuf_printf(&pol, "%s%d", b ? "," : "", bn[b]);
-				nk__strbuf_printf(&why, "each thread works on its own contiguous slice (regularity %.2f): %llu blocks "
-						"on the nodes that use them, in the observed order, make %.0f%% of its "
-						"accesses local (%.0f%% as profiled)",
-					  v->regularity < 0 ? 0 : v->regularity, (unsigned long long)t, pct(local),
-					  pct(now));
-			}
-			if (simpler)
-				nk__strbuf_printf(&why, "; simplified from %llu blocks in %d runs, a finer layout than the samples "
-						"support: %.1f%% -> %.1f%% of the sampled accesses local",
-					  (unsigned long long)best_t, best_runs, 100.0 * best_local, 100.0 * local);
-			free(bn);
-			char *raw = nk__strbuf_take(&pol);
-			d->reason = nk__strbuf_take(&why);
-			d->policy = raw ? canon_policy(raw) : NULL;
-			free(raw);
-			d->local = local;
-			rc = d->policy && d->reason ? 0 : NK_ENOMEM;
-			goto out;
 		}
 		free(bn);
 		if (!c->o->no_pages) {
@@ -549,6 +770,8 @@ static int decide(const struct adv *c, size_t vi, const struct nk__an_var *v, in
 	}
 	rc = decide_shared(c, v, &p, local, d);
 out:
+	if (!rc && alt && d->kind != D_NONE)
+		rc = alternatives(c, v, &p, d, partitioned, alt);
 	pat_free(&p);
 	return rc;
 }
@@ -596,10 +819,184 @@ static double predict_local(const struct adv *c, const struct dec *d, const stru
 	return local;
 }
 
+/* ------------------------------------------------- the model's choice */
+
+/* A layout's simplicity, for near-ties: as profiled, one node, interleave, blocks, page ranges. */
+static int simplicity(int kind)
+{
+	switch (kind) {
+	case D_NONE: return 0;
+	case D_BIND: return 1;
+	case D_CYCLIC:
+	case D_NEIGHBORS:
+	case D_WEIGHTED: return 2;
+	case D_BLOCK: return 3;
+	default: return 4;
+	}
+}
+
+/* Variable @p vi under @p d (NULL: as profiled) by whatif's model; *ok 0 when it cannot be priced there. */
+static int price(const struct adv *c, size_t vi, const struct nk__an_var *v, const struct dec *d,
+		 struct nk__whatif_pred *w, int *ok)
+{
+	struct nk__aplan_entry e;
+	nk_error err = { 0, "" };
+	memset(&e, 0, sizeof(e));
+	e.key = v->key;
+	e.policy = d ? d->policy : (char *)"none";
+	e.when = NK__WHEN_ALLOC;
+	e.ranges = d ? d->ranges : NULL;
+	e.n_ranges = d ? d->n_ranges : 0;
+	e.page_size = d && d->kind == D_PAGES ? c->ps : 0;
+	/* A site of small blocks is priced on its uses, as the rules decide on them (pat_build): under the
+	 * profiler its fill and teardown run as long as its loops (each malloc and free is recorded) and the
+	 * sampler weighs them by that time.  Every other variable: every sample, whatif's numbers exactly. */
+	int rc = nk__whatif_model_eval(c->wm, vi, &e, v->site_space, w, &err);
+	*ok = !rc && w->remote_fraction >= 0;
+	return rc == NK_ENOMEM ? rc : 0;
+}
+
+/* A stall in ms: 3 significant digits, whole ms from 1000 on ("0.0215", "3.86", "1222") */
+static const char *fmt_ms(double ms, char *buf, size_t cap)
+{
+	snprintf(buf, cap, ms >= 1000 ? "%.0f" : "%.3g", ms);
+	return buf;
+}
+
+/* "75.0% remote, stall 0.123 ms" */
+static const char *fmt_pred(const struct nk__whatif_pred *w, char *buf, size_t cap)
+{
+	char ms[32];
+	snprintf(buf, cap, "%.1f%% remote, stall %s ms", pct(w->remote_fraction), fmt_ms(w->stall_ms, ms, sizeof ms));
+	return buf;
+}
+
+/*
+ * Issue 21 §1: the rules' choice @p rule and the candidates @p alt priced by whatif's model (each as the
+ * variable's one alloc entry, threads as profiled), against leaving the variable as profiled.  Never a
+ * layout predicted worse than leaving it, unless the reason is one the model shows (a bandwidth hot spot
+ * on a machine without measured bandwidth); among those not worse, the lowest predicted stall, where a
+ * near-tie (within @p noise: the stall that the variable's remote-share interval spans) goes to the rules'
+ * choice, else to the simplest layout.  *pick: -1 leave it, 0 the rules' choice, 1 + i alt->d[i]; *why
+ * the reason to write (malloc'ed); @p ev gets the candidates and the noise.  Without a model (no machine):
+ * *pick 0, *why NULL, nothing priced.
+ */
+static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, const struct dec *rule,
+		  const struct decs *alt, int *pick, char **why, struct nk__aplan_evidence *ev)
+{
+	size_t n = 1 + alt->n;
+	struct nk__whatif_pred lw, *w = calloc(n, sizeof(*w));
+	int *ok = calloc(n, sizeof(int)), *good = calloc(n, sizeof(int)), lok = 0, rc = 0;
+	struct nk__strbuf b = { 0 };
+	char p0[96], p1[96], m1[32], m2[32];
+
+	*pick = 0;
+	*why = NULL;
+	if (!w || !ok || !good) {
+		rc = NK_ENOMEM;
+		goto out;
+	}
+	if (!c->wm || (rc = price(c, vi, v, NULL, &lw, &lok)) || !lok)
+		goto out;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = price(c, vi, v, i ? &alt->d[i - 1] : rule, &w[i], &ok[i]);
+	if (rc)
+		goto out;
+	/* the noise: the variable's remote share is known to +- half its 95 % interval; that many of its
+	 * accesses turned remote (or local) cost this much stall */
+	double half = v->known_samples && v->ci_hi >= v->ci_lo ? (v->ci_hi - v->ci_lo) / 2 : 0;
+	double noise = half * (double)(lw.local + lw.remote) * nk__whatif_model_remote_penalty_ns(c->wm) / 1e6;
+	double best = lw.stall_ms;
+	for (size_t i = 0; i < n; i++) {
+		good[i] = ok[i] && w[i].stall_ms <= lw.stall_ms;
+		if (good[i] && w[i].stall_ms < best)
+			best = w[i].stall_ms;
+	}
+	/* an interleave the rules chose for a node that serves most of the accesses: the model prices its
+	 * bandwidth only when the machine has it measured; what it shows without is who serves the accesses */
+	int hot = ok[0] && !good[0] && (rule->kind == D_CYCLIC || rule->kind == D_NEIGHBORS || rule->kind == D_WEIGHTED) &&
+		  lw.bandwidth_ms < 0 && lw.busiest_share >= ADV_SERVE_HOT && w[0].busiest_share <= lw.busiest_share / 2;
+	if (good[0] && w[0].stall_ms <= best + noise) {
+		*pick = 0;
+	} else {
+		*pick = lw.stall_ms <= best + noise ? -1 : -2;
+		int simp = *pick == -1 ? 0 : 99;
+		double st = lw.stall_ms;
+		for (size_t i = 0; i < n; i++) {
+			if (!good[i] || w[i].stall_ms > best + noise)
+				continue;
+			int k = simplicity(i ? alt->d[i - 1].kind : rule->kind);
+			if (k < simp || (k == simp && w[i].stall_ms < st)) {
+				simp = k;
+				st = w[i].stall_ms;
+				*pick = (int)i;
+			}
+		}
+		if (*pick == -1 && hot)
+			*pick = 0;
+	}
+	/* the record: as profiled, the rules' choice, the others, as priced */
+	ev->noise_ms = noise;
+	if ((rc = nk__aplan_cand_add(ev, "none", lw.remote_fraction, lw.stall_ms)))
+		goto out;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (ok[i])
+			rc = nk__aplan_cand_add(ev, i ? alt->d[i - 1].policy : rule->policy, w[i].remote_fraction,
+						w[i].stall_ms);
+	if (rc)
+		goto out;
+	fmt_pred(&lw, p0, sizeof p0);
+	if (v->site_space) /* priced on its uses (price()) */
+		snprintf(p0 + strlen(p0), sizeof p0 - strlen(p0), " on its uses");
+	if (*pick == 0 && hot) {
+		nk__strbuf_printf(&b, "%s; predicted %s vs %s as profiled, but node %d serves %.0f%% of its accesses as "
+				"profiled and %.0f%% under it: interleaved for bandwidth, which the model weighs only "
+				"when the machine's bandwidth is measured (numakit bench --save)",
+			  rule->reason, fmt_pred(&w[0], p1, sizeof p1), p0, lw.busiest_node, pct(lw.busiest_share),
+			  pct(w[0].busiest_share));
+	} else if (*pick == 0 && ok[0]) {
+		nk__strbuf_printf(&b, "%s; predicted %s vs %s as profiled", rule->reason, fmt_pred(&w[0], p1, sizeof p1), p0);
+	} else if (*pick == 0) {
+		nk__strbuf_printf(&b, "%s; the model cannot price it", rule->reason);
+	} else if (*pick > 0) {
+		const struct dec *d = &alt->d[*pick - 1];
+		nk__strbuf_printf(&b, "%s; predicted %s vs %s as profiled: chosen by whatif's model over the rules' choice, %s (",
+			  d->reason, fmt_pred(&w[*pick], p1, sizeof p1), p0, rule->policy);
+		if (ok[0])
+			nk__strbuf_printf(&b, "%s%s)", fmt_pred(&w[0], p1, sizeof p1),
+				  !good[0] ? ", worse than leaving it" : ", not within the noise of the best");
+		else
+			nk__strbuf_printf(&b, "which the model cannot price)");
+	} else {
+		*pick = -1;
+		nk__strbuf_printf(&b, "no placement is predicted better than as profiled (%s) by more than the noise "
+				"(%s ms): ", p0, fmt_ms(noise, m1, sizeof m1));
+		if (ok[0])
+			nk__strbuf_printf(&b, "the rules' choice, %s, predicted %.1f%% remote vs %.1f%% as profiled "
+					"(stall %s vs %s ms; %s)", rule->policy, pct(w[0].remote_fraction),
+				  pct(lw.remote_fraction), fmt_ms(w[0].stall_ms, m1, sizeof m1), fmt_ms(lw.stall_ms, m2, sizeof m2),
+				  rule->reason);
+		else
+			nk__strbuf_printf(&b, "the rules' choice, %s, cannot be priced", rule->policy);
+		for (size_t i = 1; i < n; i++)
+			if (ok[i])
+				nk__strbuf_printf(&b, "; %s %.1f%% (%s ms)", alt->d[i - 1].policy, pct(w[i].remote_fraction),
+					  fmt_ms(w[i].stall_ms, m1, sizeof m1));
+	}
+	if (!(*why = nk__strbuf_take(&b)))
+		rc = NK_ENOMEM;
+out:
+	free(w);
+	free(ok);
+	free(good);
+	return rc;
+}
+
 /* -------------------------------------------------------------- the plan */
 
 static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_var *whole,
-		     const struct nk__an_var *view, const struct dec *d, int when, const char *phase)
+		     const struct nk__an_var *view, const struct dec *d, int when, const char *phase,
+		     const struct nk__aplan_evidence *priced)
 {
 	struct nk__aplan_entry e;
 	memset(&e, 0, sizeof(e));
@@ -612,6 +1009,11 @@ static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_v
 	e.n_ranges = d->n_ranges;
 	nk__aplan_evidence_of(&e.ev, view);
 	e.ev.size = whole->size;
+	if (priced) { /* the candidates' predictions: moved in, and out again below */
+		e.ev.cands = priced->cands;
+		e.ev.n_cands = priced->n_cands;
+		e.ev.noise_ms = priced->noise_ms;
+	}
 	/* the reason says how sure the profile is of the share it started from */
 	uint64_t known = view->local + view->remote;
 	struct nk__strbuf why = { 0 };
@@ -620,15 +1022,15 @@ static int add_entry(const struct adv *c, nk_advice *plan, const struct nk__an_v
 			  d->reason, known ? pct((double)view->remote / (double)known) : 0, pct(view->ci_lo),
 			  pct(view->ci_hi), view->n_eff);
 	e.reason = d->reason ? nk__strbuf_take(&why) : NULL;
-	if (!e.ev.diagnosis || (d->reason && !e.reason)) {
-		free(e.ev.diagnosis);
-		free(e.reason);
-		return NK_ENOMEM;
+	int rc = NK_ENOMEM;
+	if (e.ev.diagnosis && (!d->reason || e.reason)) {
+		e.page_size = d->kind == D_PAGES ? c->ps : 0;
+		e.site_bytes = whole->site_space ? whole->size : 0; /* a site of small blocks: the plan's pages are its array's */
+		rc = nk__aplan_add(plan, &e);
 	}
-	e.page_size = d->kind == D_PAGES ? c->ps : 0;
-	e.site_bytes = whole->site_space ? whole->size : 0; /* a site of small blocks: the plan's pages are its array's */
-	int rc = nk__aplan_add(plan, &e);
-	free(e.ev.diagnosis);
+	e.ev.cands = NULL; /* the caller's */
+	e.ev.n_cands = 0;
+	nk__aplan_evidence_clear(&e.ev);
 	free(e.reason);
 	return rc;
 }
@@ -690,7 +1092,7 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 		 * about where its pages should be: the alloc policy already places its first touches */
 		if (!pv || !nk__an_decided(pv) || pv->threads < 2)
 			continue;
-		rc = decide(c, vi, pv, (int)k, &d[k]);
+		rc = decide(c, vi, pv, (int)k, &d[k], NULL);
 		if (rc || d[k].kind == D_NONE)
 			continue;
 		if (first == SIZE_MAX)
@@ -703,7 +1105,7 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 		goto out;
 	*changed = 1;
 	/* the first phase's layout at allocation, then an entry wherever the layout changes */
-	rc = add_entry(c, plan, v, phase_var(a, first, v->key), &d[first], NK__WHEN_ALLOC, NULL);
+	rc = add_entry(c, plan, v, phase_var(a, first, v->key), &d[first], NK__WHEN_ALLOC, NULL, NULL);
 	size_t cur = first;
 	double bytes = (double)v->size * (double)(v->blocks > 1 ? v->blocks : 1);
 	for (size_t k = first + 1; k < a->n_phases && !rc; k++) {
@@ -739,7 +1141,7 @@ static int advise_phases(struct adv *c, nk_advice *plan, size_t vi, int *changed
 			rc = NK_ENOMEM;
 			break;
 		}
-		rc = add_entry(c, plan, v, pv, &e, NK__WHEN_PHASE, a->phases[k].name);
+		rc = add_entry(c, plan, v, pv, &e, NK__WHEN_PHASE, a->phases[k].name, NULL);
 		free(e.reason);
 		if (!rc && cost_s > save_s) {
 			char w[700];
@@ -952,6 +1354,53 @@ static int setup(struct adv *c)
 	return 0;
 }
 
+/* The alloc entry of variable @p vi, or its left-alone record: the rules' choice and the candidates,
+ * priced by whatif's model (choose()). */
+static int advise_var(struct adv *c, nk_advice *plan, size_t vi)
+{
+	const struct nk__an_var *v = &c->a->vars[vi];
+	struct nk__aplan_evidence priced;
+	struct decs alt = { 0 };
+	struct dec d;
+	char *why = NULL;
+	int pick = 0;
+
+	nk__aplan_evidence_unknown(&priced);
+	int rc = decide(c, vi, v, -1, &d, &alt);
+	if (!rc && d.kind == D_NONE) {
+		rc = skip(plan, v, "no sample with the accessing cpu's node known: cannot decide");
+		goto out;
+	}
+	/* a candidate that is the rules' choice under another name is priced once, as the rules' */
+	for (size_t i = 0; !rc && i < alt.n;)
+		if (!strcmp(alt.d[i].policy, d.policy) && d.kind != D_PAGES) {
+			dec_free(&alt.d[i]);
+			memmove(&alt.d[i], &alt.d[i + 1], (alt.n - i - 1) * sizeof(*alt.d));
+			alt.n--;
+		} else {
+			i++;
+		}
+	if (rc || (rc = choose(c, vi, v, &d, &alt, &pick, &why, &priced)))
+		goto out;
+	if (pick < 0) {
+		rc = nk__aplan_skip_priced(plan, v->key ? v->key : "?", v->name, why, priced.cands, priced.n_cands);
+		goto out;
+	}
+	struct dec *e = pick ? &alt.d[pick - 1] : &d;
+	if (why) {
+		free(e->reason);
+		e->reason = why;
+		why = NULL;
+	}
+	rc = add_entry(c, plan, v, v, e, NK__WHEN_ALLOC, NULL, priced.n_cands ? &priced : NULL);
+out:
+	free(why);
+	nk__aplan_evidence_clear(&priced);
+	decs_free(&alt);
+	dec_free(&d);
+	return rc;
+}
+
 static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 {
 	const struct nk__analysis *a = c->a;
@@ -1001,15 +1450,8 @@ static int advise(struct adv *c, nk_advice *plan, nk_error *err)
 			size_t before = plan->n_entries;
 			if (!c->o->no_phases && a->n_phases >= 2)
 				rc = advise_phases(c, plan, vi, &changed);
-			if (!rc && !changed) {
-				struct dec d;
-				rc = decide(c, vi, v, -1, &d);
-				if (!rc && d.kind == D_NONE)
-					rc = skip(plan, v, "no sample with the accessing cpu's node known: cannot decide");
-				else if (!rc)
-					rc = add_entry(c, plan, v, v, &d, NK__WHEN_ALLOC, NULL);
-				dec_free(&d);
-			}
+			if (!rc && !changed)
+				rc = advise_var(c, plan, vi);
 			for (size_t k = before; k < plan->n_entries; k++) {
 				const char *pol = plan->entries[k].policy;
 				if (!strncmp(pol, "block", 5) || !strcmp(pol, "pages"))
@@ -1074,6 +1516,16 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 		rc = nk__error(err, rc, "out of memory");
 		goto out;
 	}
+	/* whatif's model prices the candidates; without a machine (or on one it cannot use) the rules decide alone */
+	if (c.m) {
+		nk_error werr = { 0, "" };
+		rc = nk__whatif_model_new(a, c.m, c.map, &c.wm, &werr);
+		if (rc == NK_ENOMEM) {
+			rc = nk__error(err, rc, "out of memory");
+			goto out;
+		}
+		rc = 0;
+	}
 	if ((rc = nk_advice_create(&plan))) {
 		rc = nk__error(err, rc, "out of memory");
 		goto out;
@@ -1112,6 +1564,7 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 		free(msg);
 	}
 out:
+	nk__whatif_model_free(c.wm);
 	free(c.map);
 	free(c.mem);
 	free(c.vstart);

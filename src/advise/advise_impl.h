@@ -11,6 +11,8 @@
 #include "numakit.h"
 #include "profile/analysis.h"
 
+struct nk__whatif_model;
+
 #define ADV_MAX_BLOCKS 4096 /* largest block count tried */
 
 struct adv {
@@ -26,6 +28,7 @@ struct adv {
 	uint64_t min_size;
 	double lat_local, lat_remote; /* ns */
 	int lat_measured;
+	struct nk__whatif_model *wm; /* whatif's model on the target (whatif.h), NULL without a machine */
 	size_t *vstart;      /* samples of variable i: vidx[vstart[i] .. vstart[i + 1]) */
 	uint32_t *vidx;
 };

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "advise/advice.h"
+#include "advise/whatif.h"
 #include "profile/analysis.h"
 #include "util/cmp.h"
 #include "util/list.h"
@@ -88,6 +89,7 @@ struct wi_ctx {
 	/* node mapping of the profiled machine onto m */
 	int remap_threads;  /* a profiled cpu node m lacks: threads round robin over cpu_nodes */
 	int remap_pages;    /* a profiled page node m lacks: node index modulo the memory nodes */
+	const int *node_map; /* the model for advise: profile node index -> node id of m, for threads (NULL: whatif's) */
 	/* threads */
 	int *thr_prof;      /* [n_threads] node index of the thread as profiled after remapping, -1 per sample */
 	int *thr_plan;      /* [n_threads] node index under the plan's pinning, -1: as profiled */
@@ -314,11 +316,28 @@ static int setup_threads(struct wi_ctx *c)
 	return 0;
 }
 
+/* Profiled page nodes this machine lacks: remapped (map_page_node). */
+static void setup_pages(struct wi_ctx *c)
+{
+	for (int n = 0; n < c->a->n_nodes; n++)
+		if (node_idx(c, c->a->node_ids[n]) < 0) {
+			c->remap_pages = 1;
+			break;
+		}
+	if (c->remap_pages)
+		warnf(c, "pages the profile saw on nodes this machine lacks are taken to be on node (their node's "
+			  "index on the profiled machine) modulo this machine's memory nodes");
+}
+
 /* Node index of the thread of sample @p s: scenario 0 as profiled, 1 under the plan. */
 static int thread_node(const struct wi_ctx *c, const struct nk__an_sample *s, int scen)
 {
 	if (scen && c->thr_plan[s->thread] >= 0)
 		return c->thr_plan[s->thread];
+	if (c->remap_threads && c->node_map) {
+		int ni = s->cpu_node < 0 ? -1 : nk__an_node_index(c->a, s->cpu_node);
+		return ni < 0 ? -1 : node_idx(c, c->node_map[ni]);
+	}
 	if (c->remap_threads)
 		return c->thr_prof[s->thread];
 	return s->cpu_node < 0 ? -1 : node_idx(c, s->cpu_node);
@@ -369,6 +388,51 @@ static int plan_for(struct wi_ctx *c, struct wi_entry *we, uint64_t len, nk_plan
 	return 0;
 }
 
+/* The kind of entry @p e's policy, its parsed policy, and for a fixed policy one plan built now: a node the
+ * machine lacks is found whether or not a sample needs it. */
+static int entry_init(struct wi_ctx *c, struct wi_entry *we, const struct nk__aplan_entry *e)
+{
+	we->e = e;
+	if (!strcmp(e->policy, "none")) {
+		we->kind = WI_NONE;
+	} else if (!strcmp(e->policy, "pages")) {
+		we->kind = WI_PAGES;
+		for (size_t r = 0; r < e->n_ranges; r++) {
+			int id = e->ranges[r].node;
+			if (nk_machine_node_flags(c->m, id) < 0) {
+				char msg[128];
+				snprintf(msg, sizeof(msg), "page range %zu: node %d: no such node on this machine",
+					 r + 1, id);
+				return entry_fail(c, e, NK_ENODEV, msg);
+			}
+		}
+	} else {
+		nk_error perr = { 0, "" };
+		int rc = nk_policy_parse(e->policy, &we->pol, &perr);
+		if (rc)
+			return entry_fail(c, e, rc, perr.message);
+		if (nk_policy_kind(we->pol) == NK_POLICY_NEXT_TOUCH) {
+			we->kind = WI_NEXT_TOUCH;
+		} else {
+			nk_plan *pl;
+			we->kind = WI_FIXED;
+			rc = plan_for(c, we, nk_machine_page_size(c->m), &pl);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void entry_fini(struct wi_entry *we)
+{
+	nk_policy_free(we->pol);
+	for (size_t k = 0; k < we->n_cache; k++)
+		nk_plan_free(we->cache[k].pl);
+	free(we->cache);
+	memset(we, 0, sizeof(*we));
+}
+
 static int setup_entries(struct wi_ctx *c)
 {
 	const nk_advice *p = c->plan;
@@ -411,35 +475,9 @@ static int setup_entries(struct wi_ctx *c)
 		default:
 			return entry_fail(c, e, NK_EINVAL, "unknown \"when\"");
 		}
-		if (!strcmp(e->policy, "none")) {
-			we->kind = WI_NONE;
-		} else if (!strcmp(e->policy, "pages")) {
-			we->kind = WI_PAGES;
-			for (size_t r = 0; r < e->n_ranges; r++) {
-				int id = e->ranges[r].node;
-				if (nk_machine_node_flags(c->m, id) < 0) {
-					char msg[128];
-					snprintf(msg, sizeof(msg), "page range %zu: node %d: no such node on this machine",
-						 r + 1, id);
-					return entry_fail(c, e, NK_ENODEV, msg);
-				}
-			}
-		} else {
-			nk_error perr = { 0, "" };
-			int rc = nk_policy_parse(e->policy, &we->pol, &perr);
-			if (rc)
-				return entry_fail(c, e, rc, perr.message);
-			if (nk_policy_kind(we->pol) == NK_POLICY_NEXT_TOUCH) {
-				we->kind = WI_NEXT_TOUCH;
-			} else {
-				/* build one plan now: a node the machine lacks is found whether or not a sample needs it */
-				nk_plan *pl;
-				we->kind = WI_FIXED;
-				rc = plan_for(c, we, nk_machine_page_size(c->m), &pl);
-				if (rc)
-					return rc;
-			}
-		}
+		int rc = entry_init(c, we, e);
+		if (rc)
+			return rc;
 		for (size_t v = 0; v < a->n_vars; v++)
 			if (a->vars[v].key && !strcmp(a->vars[v].key, e->key)) {
 				we->var = (long)v;
@@ -543,6 +581,20 @@ static void count(struct wi_ctx *c, struct wi_acc *acc, int tn, int pn, uint32_t
 	acc->bytes[pn] += (uint64_t)w * WI_LINE_BYTES;
 }
 
+/*
+ * The model, for one sample: the node indices of its thread (*tn) and its page (*pn) in scenario @p scen
+ * (0 as profiled, 1 under the plan), its page placed by entry @p we (NULL: as profiled).  -1 unknown.
+ * count_all() replays a whole plan with it, nk__whatif_model_eval() one variable under one candidate.
+ */
+static void replay(struct wi_ctx *c, const struct nk__an_sample *s, struct wi_entry *we, int scen, int *tn, int *pn,
+		   int *rc)
+{
+	*tn = thread_node(c, s, scen);
+	*pn = scen ? page_node_under(c, we, s, *tn, rc) : map_page_node(c, s->page_node);
+	if (!scen)
+		*rc = 0;
+}
+
 static int count_all(struct wi_ctx *c)
 {
 	const struct nk__analysis *a = c->a;
@@ -551,10 +603,10 @@ static int count_all(struct wi_ctx *c)
 		struct wi_var *wv = &c->vars[s->var];
 		wv->samples++;
 		wv->acc += s->weight;
-		int t0 = thread_node(c, s, 0), t1 = thread_node(c, s, 1), rc;
-		int p0 = map_page_node(c, s->page_node);
 		struct wi_entry *we = entry_for(c, s, INT_MAX);
-		int p1 = page_node_under(c, we, s, t1, &rc);
+		int t0, p0, t1, p1, rc;
+		replay(c, s, NULL, 0, &t0, &p0, &rc);
+		replay(c, s, we, 1, &t1, &p1, &rc);
 		if (rc)
 			return rc;
 		if (we)
@@ -1060,12 +1112,8 @@ static void ctx_free(struct wi_ctx *c)
 	free(c->thr_prof);
 	free(c->thr_plan);
 	free(c->team_nodes);
-	for (size_t i = 0; i < c->n_ents; i++) {
-		nk_policy_free(c->ents[i].pol);
-		for (size_t k = 0; k < c->ents[i].n_cache; k++)
-			nk_plan_free(c->ents[i].cache[k].pl);
-		free(c->ents[i].cache);
-	}
+	for (size_t i = 0; i < c->n_ents; i++)
+		entry_fini(&c->ents[i]);
 	free(c->ents);
 	if (c->vars && c->a)
 		for (size_t v = 0; v < c->a->n_vars; v++) {
@@ -1128,15 +1176,7 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 	}
 	if ((rc = setup_entries(&c)) || (rc = setup_pinning(&c)) || (rc = setup_threads(&c)))
 		goto out;
-	/* profiled page nodes this machine lacks */
-	for (int n = 0; n < an->n_nodes; n++)
-		if (node_idx(&c, an->node_ids[n]) < 0) {
-			c.remap_pages = 1;
-			break;
-		}
-	if (c.remap_pages)
-		warnf(&c, "pages the profile saw on nodes this machine lacks are taken to be on node (their node's "
-			  "index on the profiled machine) modulo this machine's memory nodes");
+	setup_pages(&c);
 	if ((rc = count_all(&c)))
 		goto out;
 	for (size_t i = 0; i < c.n_ents; i++)
@@ -1153,4 +1193,138 @@ out:
 	ctx_free(&c);
 	nk_machine_free(own);
 	return rc;
+}
+
+/* ------------------------------------------------- one variable, for advise */
+
+struct nk__whatif_model {
+	struct wi_ctx c;  /* no plan: threads as profiled */
+	size_t *vstart;   /* samples of variable v: vidx[vstart[v] .. vstart[v + 1]), in the analysis' order */
+	uint32_t *vidx;
+};
+
+void nk__whatif_model_free(struct nk__whatif_model *w)
+{
+	if (!w)
+		return;
+	ctx_free(&w->c);
+	free(w->vstart);
+	free(w->vidx);
+	free(w);
+}
+
+int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, const int *node_map,
+			 struct nk__whatif_model **out, nk_error *err)
+{
+	struct nk__whatif_model *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (!w)
+		return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+	w->c.a = a;
+	w->c.m = m;
+	w->c.err = err;
+	w->c.given_machine = 1;
+	w->c.node_map = node_map;
+	if ((rc = load_machine(&w->c)) || (rc = setup_threads(&w->c)))
+		goto fail;
+	setup_pages(&w->c);
+	w->vstart = calloc(a->n_vars + 1, sizeof(size_t));
+	w->vidx = malloc((a->n_attr ? a->n_attr : 1) * sizeof(uint32_t));
+	size_t *fill = malloc((a->n_vars ? a->n_vars : 1) * sizeof(size_t));
+	if (!w->vstart || !w->vidx || !fill || w->c.oom) {
+		free(fill);
+		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < a->n_attr; i++)
+		w->vstart[a->attr[i].var + 1]++;
+	for (size_t v = 0; v < a->n_vars; v++)
+		w->vstart[v + 1] += w->vstart[v];
+	memcpy(fill, w->vstart, a->n_vars * sizeof(size_t));
+	for (size_t i = 0; i < a->n_attr; i++)
+		w->vidx[fill[a->attr[i].var]++] = (uint32_t)i;
+	free(fill);
+	*out = w;
+	return 0;
+fail:
+	nk__whatif_model_free(w);
+	return rc;
+}
+
+int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e, int uses,
+			  struct nk__whatif_pred *out, nk_error *err)
+{
+	struct wi_ctx *c = &w->c;
+	struct wi_entry we;
+	struct wi_acc x;
+	int rc = 0;
+
+	memset(&we, 0, sizeof(we));
+	memset(&x, 0, sizeof(x));
+	c->err = err;
+	if (var >= c->a->n_vars)
+		return nk__error(err, NK_EINVAL, "whatif: no variable %zu", var);
+	if (e && (rc = entry_init(c, &we, e)))
+		goto out;
+	if (!(x.bytes = calloc((size_t)c->k, sizeof(uint64_t)))) {
+		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
+		goto out;
+	}
+	/* the same replay and counting as count_all(), under this one entry, in the same order */
+	for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
+		const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
+		int tn, pn;
+		if (uses && (s->init || s->fini))
+			continue;
+		replay(c, s, e ? &we : NULL, 1, &tn, &pn, &rc);
+		if (rc)
+			goto out;
+		count(c, &x, tn, pn, s->weight);
+	}
+	if (c->a->runs > 1)
+		acc_means(c, &x, (uint64_t)c->a->runs);
+	double b = bw_ns(c, &x), served = 0, most = 0;
+	out->acc = x.acc;
+	out->local = x.local;
+	out->remote = x.remote;
+	out->unknown = x.unknown;
+	out->remote_fraction = remote_frac(&x);
+	out->latency_ms = x.lat_ns / 1e6;
+	out->bandwidth_ms = b < 0 ? -1 : b / 1e6;
+	out->stall_ms = stall_ms(c, &x);
+	out->busiest_node = -1;
+	for (int n = 0; n < c->k; n++) {
+		served += (double)x.bytes[n];
+		if ((double)x.bytes[n] > most) {
+			most = (double)x.bytes[n];
+			out->busiest_node = c->ids[n];
+		}
+	}
+	out->busiest_share = served > 0 ? most / served : 0;
+out:
+	entry_fini(&we);
+	free(x.bytes);
+	return rc;
+}
+
+double nk__whatif_model_remote_penalty_ns(const struct nk__whatif_model *w)
+{
+	const struct wi_ctx *c = &w->c;
+	size_t kk = (size_t)c->k;
+	double ls = 0, rs = 0;
+	int ln = 0, rn = 0;
+	for (int i = 0; i < c->n_mem; i++)
+		for (int j = 0; j < c->n_mem; j++) {
+			double l = c->lat[(size_t)c->mem_nodes[i] * kk + (size_t)c->mem_nodes[j]];
+			if (i == j) {
+				ls += l;
+				ln++;
+			} else {
+				rs += l;
+				rn++;
+			}
+		}
+	return ln && rn ? rs / rn - ls / ln : 0;
 }

@@ -29,14 +29,20 @@ static const char full_plan[] =
 	"     \"when\": \"alloc\", \"reason\": \"partitioned\",\n"
 	"     \"evidence\": {\"size\": 1048576, \"samples\": 900, \"threads\": 8, \"remote_fraction\": 0.5,\n"
 	"                  \"read_fraction\": 0.75, \"regularity\": 0.95, \"shared_pages\": 0.01,\n"
-	"                  \"dominant_node\": 0, \"dominant_share\": 0.9, \"diagnosis\": \"hot-spot\"}},\n"
+	"                  \"dominant_node\": 0, \"dominant_share\": 0.9, \"diagnosis\": \"hot-spot\", \"noise_ms\": 0.002,\n"
+	"                  \"candidates\": [{\"policy\": \"none\", \"remote_fraction\": 0.5, \"stall_ms\": 0.12},\n"
+	"                                 {\"policy\": \"block:threads=1,0\", \"remote_fraction\": 0.0, \"stall_ms\": 0.08},\n"
+	"                                 {\"policy\": \"cyclic\", \"remote_fraction\": null, \"stall_ms\": 0.1}]}},\n"
 	"    {\"key\": \"heap:stencil+0x1234;libc.so.6+0x29d90\", \"policy\": \"pages\", \"page_size\": 4096,\n"
 	"     \"pages\": [[0, 10, 1], [10, 6, 0], [20, 1, 3]]},\n"
 	"    {\"key\": \"name:table\", \"policy\": \"cyclic:nodes=0-3\", \"when\": \"phase\", \"phase\": \"solve\",\n"
 	"     \"evidence\": {\"size\": 8192, \"read_fraction\": null, \"regularity\": null, \"dominant_node\": null}},\n"
 	"    {\"key\": \"name:table\", \"policy\": \"none\", \"when\": \"first-parallel\"}\n"
 	"  ],\n"
-	"  \"left_alone\": [{\"key\": \"heap:pid12:site3\", \"variable\": \"allocation site 3\", \"reason\": \"process-local\"}],\n"
+	"  \"left_alone\": [{\"key\": \"heap:pid12:site3\", \"variable\": \"allocation site 3\", \"reason\": \"process-local\"},\n"
+	"                 {\"key\": \"name:list\", \"reason\": \"no placement is predicted better\",\n"
+	"                  \"candidates\": [{\"policy\": \"none\", \"remote_fraction\": 0.3, \"stall_ms\": 1},\n"
+	"                                 {\"policy\": \"cyclic\", \"remote_fraction\": 0.75, \"stall_ms\": 2}]}],\n"
 	"  \"warnings\": [\"migrating table costs more than it saves\"]\n"
 	"}\n";
 
@@ -67,6 +73,13 @@ static void test_roundtrip(void **state)
 	assert_int_equal(e->ev.size, 1048576);
 	assert_int_equal(e->ev.dominant_node, 0);
 	assert_string_equal(e->ev.diagnosis, "hot-spot");
+	/* the candidates advise priced (issue 21 §1) */
+	assert_int_equal(e->ev.n_cands, 3);
+	assert_string_equal(e->ev.cands[1].policy, "block:threads=1,0");
+	assert_true(e->ev.cands[0].remote_fraction == 0.5 && e->ev.cands[1].stall_ms == 0.08);
+	assert_true(e->ev.cands[2].remote_fraction < 0);
+	assert_true(e->ev.noise_ms == 0.002);
+	assert_int_equal(a->entries[1].ev.n_cands, 0); /* absent: none (older plans) */
 	e = &a->entries[1];
 	assert_int_equal(e->n_ranges, 3);
 	assert_int_equal(e->page_size, 4096);
@@ -79,8 +92,11 @@ static void test_roundtrip(void **state)
 	assert_string_equal(e->phase, "solve");
 	assert_true(e->ev.regularity < 0);
 	assert_int_equal(a->entries[3].when, NK__WHEN_FIRST_PARALLEL);
-	assert_int_equal(a->n_left_alone, 1);
+	assert_int_equal(a->n_left_alone, 2);
 	assert_string_equal(a->left_alone[0].reason, "process-local");
+	assert_int_equal(a->left_alone[0].n_cands, 0);
+	assert_int_equal(a->left_alone[1].n_cands, 2);
+	assert_string_equal(a->left_alone[1].cands[1].policy, "cyclic");
 	assert_int_equal(a->n_warnings, 1);
 
 	char *t1 = NULL, *t2 = NULL;
@@ -137,6 +153,18 @@ struct bad {
 #define ENT(x) HDR "\"entries\": [{\"key\": \"name:a\", \"policy\": \"cyclic\"}, " x "]}"
 
 static const struct bad bads[] = {
+	{ "{\"format\": \"numakit-plan\", \"version\": 1, \"entries\": [{\"key\": \"name:a\", \"policy\": \"none\", "
+	  "\"evidence\": {\"candidates\": [{\"policy\": \"none\", \"stall_ms\": 1, \"cost\": 2}]}}]}",
+	  NK_EPARSE, "entries[0] (key \"name:a\"): evidence: candidates[0]: unknown field \"cost\"" },
+	{ "{\"format\": \"numakit-plan\", \"version\": 1, \"entries\": [{\"key\": \"name:a\", \"policy\": \"none\", "
+	  "\"evidence\": {\"candidates\": [{\"policy\": \"none\", \"remote_fraction\": 0.5}]}}]}",
+	  NK_EPARSE, "candidates[0]: stall_ms: missing" },
+	{ "{\"format\": \"numakit-plan\", \"version\": 1, \"entries\": [{\"key\": \"name:a\", \"policy\": \"none\", "
+	  "\"evidence\": {\"candidates\": [{\"policy\": \"none\", \"remote_fraction\": 1.5, \"stall_ms\": 1}]}}]}",
+	  NK_EPARSE, "candidates[0]: remote_fraction: 1.5 is out of range" },
+	{ "{\"format\": \"numakit-plan\", \"version\": 1, \"entries\": [{\"key\": \"name:a\", \"policy\": \"none\", "
+	  "\"evidence\": {\"candidates\": {}}}]}",
+	  NK_EPARSE, "candidates: expected an array, found an object" },
 	{ "", NK_EPARSE, "plan: line" },
 	{ "[1]", NK_EPARSE, "plan: expected a JSON object, found an array" },
 	{ "{\"version\": 1, \"entries\": []}", NK_EPARSE, "format: missing (not a numakit plan)" },

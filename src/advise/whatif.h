@@ -1,0 +1,61 @@
+/*
+ * whatif's model, one variable at a time (issue 21 §1): the replay that nk_profile_whatif runs over a
+ * whole plan, offered to advise so that it can price each candidate placement of a variable with the
+ * same code, and the same numbers, as `numakit whatif` prints for a plan holding that placement as the
+ * variable's one "alloc" entry.  Internal to src/advise/ (whatif.c implements it, advise.c uses it).
+ *
+ * What one evaluation is: every attributed sample of the variable (first touches included, as whatif
+ * replays them) re-placed under the entry, threads as profiled (no pinning: advise decides pinning after
+ * its entries, and whatif applies it on top), counted into the scenario whatif's JSON calls "planned":
+ * remote fraction, latency term, bandwidth term when the machine has bandwidth measured, stall, accesses
+ * served per node; means per run for pooled runs.  Pure computation, nothing printed.
+ */
+#ifndef NK_ADVISE_WHATIF_H
+#define NK_ADVISE_WHATIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numakit.h"
+
+struct nk__analysis;
+struct nk__aplan_entry;
+struct nk__whatif_model;
+
+/** One variable under one placement: whatif's SCENARIO for it (docs/whatif.md). */
+struct nk__whatif_pred {
+	uint64_t acc, local, remote, unknown; /* accesses (sample weights; means per run for pooled runs) */
+	double remote_fraction;  /* remote / (local + remote), -1 when no access has both nodes known */
+	double latency_ms;       /* latency term */
+	double bandwidth_ms;     /* bandwidth term, -1 when no node's bandwidth is measured */
+	double stall_ms;         /* max(latency, bandwidth) */
+	int busiest_node;        /* the node serving most of its accesses, -1 none */
+	double busiest_share;    /* the share of its accesses (node known) that node serves, 0 none */
+};
+
+/**
+ * The model of analysis @p a on machine @p m (the target: node ids of entries are its ids).  Profiled nodes
+ * it lacks are remapped as whatif does with --machine, except that with @p node_map (profile node index, as
+ * in a->node_ids -> node id of @p m; kept, not copied) the threads follow it: advise prices a plan for
+ * another machine with the node mapping it made the plan with, where whatif places the profiled threads
+ * round robin.  On the profile's own machine the map plays no part.  Errors: NK_EINVAL (a machine without
+ * nodes with memory or cpus), NK_ENOMEM; @p err says which.
+ */
+int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, const int *node_map,
+			 struct nk__whatif_model **out, nk_error *err);
+void nk__whatif_model_free(struct nk__whatif_model *w);
+
+/**
+ * Variable @p var of the analysis under entry @p e (its policy, ranges and page size are used; it applies
+ * to every sample, as an "alloc" entry does), or as profiled when @p e is NULL or its policy "none".
+ * @p uses: leave out the samples of a site of small blocks' initialisation and teardown (sample.init,
+ * .fini; 0 replays every sample, as whatif does).  Errors: NK_EINVAL / NK_ENODEV (the policy does not
+ * parse or build on the machine, a node it lacks), NK_ENOMEM; *out is then unchanged.
+ */
+int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e, int uses,
+			  struct nk__whatif_pred *out, nk_error *err);
+
+/** Mean latency (ns) the model gives a remote access minus a local one, over the machine's memory nodes. */
+double nk__whatif_model_remote_penalty_ns(const struct nk__whatif_model *w);
+
+#endif
