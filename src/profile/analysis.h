@@ -212,6 +212,8 @@ struct nk__analysis {
 	 * as recorded (its proc indexes the joined profile's processes).  runs 1: run_info NULL. */
 	int runs;
 	struct nk__an_run *run_info;
+	int exit_status;     /* one run: RUN's exit status (-1 unknown), signal (0 none); several: run_info's */
+	int signal;
 	uint64_t samples, acc, local, remote, unknown;
 	/* nodes */
 	int n_nodes;

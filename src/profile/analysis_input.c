@@ -79,8 +79,17 @@ static int read_runs(struct ctx *c)
 	struct nk__analysis *a = c->a;
 	const struct nk__nkp_profile *p = c->p;
 	a->runs = (int)nk__nkp_n_runs(p);
-	if (a->runs < 2)
+	a->exit_status = -1;
+	if (a->runs < 2) {
+		json_t *run = p->run_json ? json_loads(p->run_json, 0, NULL) : NULL;
+		json_t *st = json_object_get(run, "exit_status"), *sg = json_object_get(run, "signal");
+		if (json_is_integer(st))
+			a->exit_status = (int)json_integer_value(st);
+		if (json_is_integer(sg))
+			a->signal = (int)json_integer_value(sg);
+		json_decref(run);
 		return 0;
+	}
 	a->run_info = calloc((size_t)a->runs, sizeof(*a->run_info));
 	if (!a->run_info)
 		return NK_ENOMEM;

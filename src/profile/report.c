@@ -415,6 +415,10 @@ static void text_report(const struct nk__analysis *a, struct nk__strbuf *b)
 		a->n_threads, a->n_threads == 1 ? "" : "s");
 	if (a->wall_ns)
 		nk__strbuf_printf(b, ", %.2f s", (double)a->wall_ns / 1e9);
+	if (a->runs < 2 && a->signal > 0)
+		nk__strbuf_printf(b, ", killed by signal %d (%s)", a->signal, strsignal(a->signal));
+	else if (a->runs < 2 && a->exit_status > 0)
+		nk__strbuf_printf(b, ", exit status %d", a->exit_status);
 	nk__strbuf_printf(b, "\nremote accesses: %.1f%% of %llu with known nodes", nk__rep_pct(a->remote, known),
 		(unsigned long long)known);
 	if (a->unknown)
@@ -695,6 +699,10 @@ static json_t *json_report(const struct nk__analysis *a)
 	json_object_set_new(cov, "processes_incomplete", json_integer((json_int_t)a->procs_incomplete));
 	json_object_set_new(r, "coverage", cov);
 	json_object_set_new(r, "processes", json_integer(a->n_procs));
+	if (a->runs < 2) { /* how the program ended; combined reports give it per run below */
+		json_object_set_new(r, "exit_status", a->exit_status >= 0 ? json_integer(a->exit_status) : json_null());
+		json_object_set_new(r, "signal", json_integer(a->signal));
+	}
 	if (a->runs > 1) { /* only in combined reports: a one-run report is as it always was */
 		json_t *rl = json_array();
 		json_object_set_new(r, "runs", json_integer(a->runs));

@@ -270,8 +270,9 @@ static void finish(struct gen *g)
 	snprintf(buf, sizeof(buf),
 		 "{\"numakit\": \"0.1.0\", \"command\": [\"%s\", \"-n\", \"64\"], \"sampler\": \"%s\", "
 		 "\"requested_sampler\": \"auto\", \"rate\": 1000, \"start_unix_ns\": 0, \"wall_ns\": %s, "
-		 "\"exit_status\": 0, \"signal\": 0, \"processes\": 1, \"samples\": %zu%s}",
-		 prog, g->sampler, shift ? "3500000000" : "2500000000", g->pd.n_samples, job_member);
+		 "\"exit_status\": %d, \"signal\": %d, \"processes\": 1, \"samples\": %zu%s}",
+		 prog, g->sampler, shift ? "3500000000" : "2500000000", g->pd.complete ? 0 : 137, g->pd.complete ? 0 : 9,
+		 g->pd.n_samples, job_member);
 	free(g->p.run_json);
 	g->p.run_json = xstrdup(buf);
 	snprintf(buf, sizeof(buf),
