@@ -58,6 +58,10 @@ static int read_comm(struct nk__analysis *a, const struct nk__nkp_profile *p)
 							    pd->peers[e].messages, pd->peers[e].bytes };
 		a->comm_procs++;
 	}
+	if (!k) {
+		free(v);
+		return 0;
+	}
 	qsort(v, k, sizeof *v, cmp_comm);
 	n = 0;
 	for (size_t i = 0; i < k; i++) {

@@ -629,6 +629,7 @@ static void set_comm(struct nk__analysis *a, uint32_t rank, const struct nk__an_
 	a->comm_procs = 1;
 	a->comm_size = 4;
 	a->n_comm = n;
+	free(a->comm);
 	a->comm = malloc(n * sizeof *c);
 	assert_non_null(a->comm);
 	memcpy(a->comm, c, n * sizeof *c);
