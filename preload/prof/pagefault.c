@@ -151,6 +151,7 @@ atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
 atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
 atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
+atomic_ulong pf_start_members, pf_start_pages, pf_start_groups;
 atomic_ulong pf_busy, pf_retries; /* faults on a page being armed or given back; on one given back already */
 /* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
 _Atomic uint64_t pf_fault_ns[PF_SLOTS];
@@ -214,6 +215,9 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "late_ns", atomic_load(&pf_late_ns), 0);
 	nkp_end_put_kv(buf, cap, &n, "flush_ns", atomic_load(&pf_flush_ns), 0);
 	nkp_end_put_kv(buf, cap, &n, "rearmed_next_round", atomic_load(&pf_rearm_next), 0);
+	nkp_end_put_kv(buf, cap, &n, "start_members", atomic_load(&pf_start_members), 0);
+	nkp_end_put_kv(buf, cap, &n, "start_pages", atomic_load(&pf_start_pages), 0);
+	nkp_end_put_kv(buf, cap, &n, "start_groups", atomic_load(&pf_start_groups), 0);
 	nkp_end_put_kv(buf, cap, &n, "busy", atomic_load(&pf_busy), 0);
 	nkp_end_put_kv(buf, cap, &n, "retries", atomic_load(&pf_retries), 0);
 	nkp_end_put(buf, cap, &n, "}");

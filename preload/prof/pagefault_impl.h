@@ -74,6 +74,8 @@ extern PF_HIDDEN atomic_ulong pf_busy, pf_retries;
 extern PF_HIDDEN atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
 /* wake-ups after their due time; time resolving parked first touches; pages revoked again at the next round */
 extern PF_HIDDEN atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
+/* The first draw, before the program runs: members joined, pages revoked, tracked groups (END "start_*"). */
+extern PF_HIDDEN atomic_ulong pf_start_members, pf_start_pages, pf_start_groups;
 /* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
 extern PF_HIDDEN _Atomic uint64_t pf_fault_ns[PF_SLOTS];
 #define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */
