@@ -307,13 +307,19 @@ NK_EXPORT int MPI_Scatterv(const void *sbuf, const int *scounts, const int *disp
 	return PMPI_Scatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
 }
 
-NK_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
-			    MPI_Datatype rdt, MPI_Comm comm)
+/* Each rank's block to every other: the send arguments, or the receive ones with MPI_IN_PLACE. */
+static void block_to_all(MPI_Comm comm, const void *sbuf, int scount, MPI_Datatype sdt, int rcount, MPI_Datatype rdt)
 {
 	if (sbuf == MPI_IN_PLACE)
 		to_others(comm, -1, rcount, NULL, rdt);
 	else
 		to_others(comm, -1, scount, NULL, sdt);
+}
+
+NK_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+			    MPI_Datatype rdt, MPI_Comm comm)
+{
+	block_to_all(comm, sbuf, scount, sdt, rcount, rdt);
 	return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 
@@ -331,10 +337,7 @@ NK_EXPORT int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, voi
 NK_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
 			   MPI_Datatype rdt, MPI_Comm comm)
 {
-	if (sbuf == MPI_IN_PLACE)
-		to_others(comm, -1, rcount, NULL, rdt);
-	else
-		to_others(comm, -1, scount, NULL, sdt);
+	block_to_all(comm, sbuf, scount, sdt, rcount, rdt);
 	return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
 }
 

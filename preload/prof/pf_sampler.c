@@ -27,7 +27,6 @@ static pthread_cond_t pf_wake;
 static pthread_t pf_thread;
 static int pf_thread_live;
 static uint64_t pf_rng;
-static unsigned pf_last_armed; /* pages the last pf_add_members revoked (under pf_lock) */
 
 /* ------------------------------------------------------------ arming */
 
@@ -315,9 +314,9 @@ static int pf_is_member(uintptr_t s)
 
 /*
  * Draw @p want groups that are not members yet, uniformly among the tracked ones, and revoke them.  Sampler
- * thread.  Returns how many joined.
+ * thread (and nkp_pf_start).  Returns how many joined; *@p armed (may be NULL): the pages revoked.
  */
-static unsigned pf_add_members(unsigned want, uint64_t now)
+static unsigned pf_add_members(unsigned want, uint64_t now, unsigned *armed)
 {
 	static uintptr_t picks[PF_MEMBERS];
 	static uint32_t npages[PF_MEMBERS];
@@ -343,7 +342,9 @@ static unsigned pf_add_members(unsigned want, uint64_t now)
 		pf_member_init(&pf_mem[pf_n_mem], s, npages[i], 0);
 		pf_n_mem++;
 	}
-	pf_last_armed = pf_arm_joined(n0, now);
+	unsigned pages = pf_arm_joined(n0, now);
+	if (armed)
+		*armed = pages;
 	pf_total = total;
 	pf_set_weight();
 	pthread_mutex_unlock(&pf_lock);
@@ -605,7 +606,7 @@ static void *pf_main(void *arg)
 		if (rot + leave)
 			pf_remove_members(rot + leave);
 		atomic_fetch_add_explicit(&pf_turned, rot, memory_order_relaxed);
-		unsigned joined = rot + join ? pf_add_members(rot + join, now) : 0;
+		unsigned joined = rot + join ? pf_add_members(rot + join, now, NULL) : 0;
 		if (rot && joined) {
 			double per = (double)(nkp_now() - t0) / (double)(rot + leave + joined) * 2;
 			rot_ns = rot_ns > 0 ? 0.8 * rot_ns + 0.2 * per : per;
@@ -694,11 +695,11 @@ void nkp_pf_start(void)
 	/* The first members now, before the program runs: blocks it allocates at once join them in their
 	 * share, and an initialisation right at the start is sampled too. */
 	pf_target0 = (unsigned)pf_target(0, 0, 0, 0);
-	unsigned joined = pf_add_members(pf_target0 ? pf_target0 : 1, nkp_now());
+	unsigned armed = 0, joined = pf_add_members(pf_target0 ? pf_target0 : 1, nkp_now(), &armed);
 	/* In END: a profile whose static data went unsampled at its start (stop 27: once in ~13 runs of
 	 * prof_hotspot, hot_static's initialisation had no sample) tells whether the first draw armed anything. */
 	atomic_store(&pf_start_members, joined);
-	atomic_store(&pf_start_pages, pf_last_armed);
+	atomic_store(&pf_start_pages, armed);
 	atomic_store(&pf_start_groups, pf_total);
 	if (!atomic_load_explicit(&pf_probe_page, memory_order_relaxed)) {
 		nkp_enter();

@@ -31,6 +31,7 @@ struct rm {
 	struct nk__rm_edge *edges;
 	size_t n_edges;
 	double host_dist;
+	double *traffic;     /* [n] bytes each job rank index sent and received (its edges') */
 	double before, after;
 };
 
@@ -45,17 +46,22 @@ static void rm_free(struct rm *r)
 	free(r->group);
 	free(r->dist);
 	free(r->edges);
+	free(r->traffic);
 }
 
-static const struct nk__job *cmp_job;
+/* A slot as profiled: where job rank @p idx ran, the sort key of the slots. */
+struct slot_key {
+	size_t host;
+	int node, rank, idx;
+};
 
 static int cmp_slot(const void *x, const void *y)
 {
-	const struct nk__job_rank *a = &cmp_job->ranks[*(const int *)x], *b = &cmp_job->ranks[*(const int *)y];
-	if (a->host_index != b->host_index)
-		return a->host_index < b->host_index ? -1 : 1;
-	if (a->cpu_node != b->cpu_node)
-		return a->cpu_node < b->cpu_node ? -1 : 1;
+	const struct slot_key *a = x, *b = y;
+	if (a->host != b->host)
+		return a->host < b->host ? -1 : 1;
+	if (a->node != b->node)
+		return a->node < b->node ? -1 : 1;
 	return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
@@ -102,11 +108,15 @@ static int setup(struct rm *r, nk_error *err)
 					r->host_dist = 2.0 * d; /* between hosts always dearer than within one */
 			}
 	}
+	struct slot_key *keys = malloc(n * sizeof *keys);
+	if (!keys)
+		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
 	for (size_t i = 0; i < n; i++)
-		r->slot_rank[i] = (int)i;
-	cmp_job = j;
-	qsort(r->slot_rank, n, sizeof *r->slot_rank, cmp_slot);
-	cmp_job = NULL;
+		keys[i] = (struct slot_key){ j->ranks[i].host_index, j->ranks[i].cpu_node, j->ranks[i].rank, (int)i };
+	qsort(keys, n, sizeof *keys, cmp_slot);
+	for (size_t i = 0; i < n; i++)
+		r->slot_rank[i] = keys[i].idx;
+	free(keys);
 	for (size_t s = 0; s < n; s++) {
 		const struct nk__job_rank *k = &j->ranks[r->slot_rank[s]], *prev = s ? &j->ranks[r->slot_rank[s - 1]] : NULL;
 		r->initial[r->slot_rank[s]] = (int)s;
@@ -147,6 +157,12 @@ static int setup(struct rm *r, nk_error *err)
 			(struct nk__rm_edge){ idx[p->from], idx[p->to], (double)(p->p2p_bytes + p->coll_bytes) };
 	}
 	free(idx);
+	if (!(r->traffic = calloc(n, sizeof *r->traffic)))
+		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
+	for (size_t k = 0; k < r->n_edges; k++) {
+		r->traffic[r->edges[k].a] += r->edges[k].bytes;
+		r->traffic[r->edges[k].b] += r->edges[k].bytes;
+	}
 	return 0;
 }
 
@@ -169,15 +185,6 @@ static char *node_cpus(const struct rm *r, size_t h, int node)
 	char *s = nk__format_list_alloc(c, (size_t)n);
 	free(c);
 	return s;
-}
-
-static double traffic_of(const struct rm *r, int i)
-{
-	double t = 0;
-	for (size_t k = 0; k < r->n_edges; k++)
-		if (r->edges[k].a == i || r->edges[k].b == i)
-			t += r->edges[k].bytes;
-	return t;
 }
 
 static void text_out(const struct rm *r, struct nk__strbuf *b)
@@ -210,7 +217,7 @@ static void text_out(const struct rm *r, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "%-6d %-24s ", k->rank, nk__fit(at, 24, fit1, sizeof fit1));
 		snprintf(at, sizeof at, "%s:%d", to->host, to->cpu_node);
 		nk__strbuf_printf(b, "%-24s %10s%s\n", nk__fit(at, 24, fit2, sizeof fit2),
-				  nk__rep_size((uint64_t)traffic_of(r, (int)i), s1, sizeof s1),
+				  nk__rep_size((uint64_t)r->traffic[i], s1, sizeof s1),
 				  r->out[i] != r->initial[i] ? "  moves" : "");
 	}
 	nk__strbuf_printf(b, "\nOpen MPI: numakit advise --ranks -o RANKFILE JOB, then mpirun --mca "
@@ -239,7 +246,7 @@ static json_t *json_out(const struct rm *r)
 		json_object_set_new(e, "host", json_string(to->host));
 		json_object_set_new(e, "node", json_integer(to->cpu_node));
 		json_object_set_new(e, "cpus", cpus ? json_string(cpus) : json_null());
-		json_object_set_new(e, "traffic_bytes", json_real(traffic_of(r, (int)i)));
+		json_object_set_new(e, "traffic_bytes", json_real(r->traffic[i]));
 		free(cpus);
 		json_array_append_new(map, e);
 	}

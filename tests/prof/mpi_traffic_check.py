@@ -112,8 +112,6 @@ def main():
     if t.get("bytes") != sum(v[1] + v[3] for v in want.values()):
         print("FAIL: total bytes %s, expected %d" % (t.get("bytes"), sum(v[1] + v[3] for v in want.values())))
         fails += 1
-    with open(os.path.join(job, "rank-0.nkp"), "rb"):
-        pass
     text = subprocess.run([a.nk, "report", job], stdout=subprocess.PIPE, universal_newlines=True).stdout
     if "== MPI traffic" not in text or "rank 0 <-> rank 1" not in text:
         print("FAIL: the text report has no traffic section or no rank 0 <-> rank 1 pair:\n" + text)
