@@ -15,6 +15,10 @@
  * the profile page by page.
  *
  *   mpi_halo [MiB per rank (8)] [sweeps (20)] [halo KiB (1024)] [DIR]
+ *
+ * For rank mapping (tests/vm/tests/mpi_rankmap): MPI_HALO_RING="0,2,1,3" orders the ring (each rank's
+ * neighbours are the ranks before and after it in that list, a permutation of 0..size-1; default: rank
+ * order), and MPI_HALO_MOVE=0 leaves every page where the initialisation put it.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -43,6 +47,43 @@ static long arg(int argc, char **argv, int i, long def, long lo, long hi)
 		exit(2);
 	}
 	return v;
+}
+
+/* Rank @p rank's neighbours in the ring MPI_HALO_RING gives (rank order without it).  0, or -1 (message). */
+static int ring_neighbours(int rank, int size, int *left, int *right)
+{
+	const char *env = getenv("MPI_HALO_RING");
+	int order[256], n = 0, seen[256] = { 0 };
+
+	*left = (rank + size - 1) % size;
+	*right = (rank + 1) % size;
+	if (!env || !*env)
+		return 0;
+	if (size > 256)
+		goto bad;
+	for (const char *p = env; *p;) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v < 0 || v >= size || seen[v] || n >= size)
+			goto bad;
+		seen[v] = 1;
+		order[n++] = (int)v;
+		p = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			goto bad;
+	}
+	if (n != size)
+		goto bad;
+	for (int i = 0; i < n; i++)
+		if (order[i] == rank) {
+			*left = order[(i + n - 1) % n];
+			*right = order[(i + 1) % n];
+		}
+	return 0;
+bad:
+	fprintf(stderr, "mpi_halo: MPI_HALO_RING='%s' is not a permutation of the %d ranks (e.g. 0,2,1,3)\n", env, size);
+	return -1;
 }
 
 /* The value element i of rank r's interior holds: exact in a double for the sizes allowed. */
@@ -108,7 +149,8 @@ int main(int argc, char **argv)
 	uintptr_t plo = lo & ~(uintptr_t)(ps - 1), phi = (hi + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1);
 	uintptr_t a = (lo + (uintptr_t)ps - 1) & ~(uintptr_t)(ps - 1), e = hi & ~(uintptr_t)(ps - 1);
 	size_t npages = (phi - plo) / (size_t)ps, moved = 0;
-	int far = node >= 0 ? farthest(m, node) : -1, share = rank % 4;
+	const char *mv = getenv("MPI_HALO_MOVE");
+	int far = node >= 0 ? farthest(m, node) : -1, share = mv && !strcmp(mv, "0") ? 0 : rank % 4;
 	if (far >= 0 && share && a < e) {
 		char text[96];
 		nk_policy *pol = NULL;
@@ -127,7 +169,9 @@ int main(int argc, char **argv)
 		nk_policy_free(pol);
 	}
 
-	int left = (rank + size - 1) % size, right = (rank + 1) % size;
+	int left, right;
+	if (ring_neighbours(rank, size, &left, &right))
+		MPI_Abort(MPI_COMM_WORLD, 2);
 	double sum = 0;
 	size_t bad = 0;
 	for (int s = 0; s < sweeps; s++) {
