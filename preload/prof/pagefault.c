@@ -151,7 +151,8 @@ atomic_ulong pf_cost_ns;     /* time spent, for the governor */
 atomic_ulong pf_faults, pf_io_pages, pf_expired, pf_lost;
 atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds, pf_round_ns;
 atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
-atomic_ulong pf_start_members, pf_start_pages, pf_start_groups;
+atomic_ulong pf_start_members, pf_start_pages, pf_start_groups, pf_start_ft;
+atomic_ulong pf_query_failed, pf_query_errno, pf_ft_samples, pf_ft_present;
 atomic_ulong pf_busy, pf_retries; /* faults on a page being armed or given back; on one given back already */
 /* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
 _Atomic uint64_t pf_fault_ns[PF_SLOTS];
@@ -218,6 +219,11 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "start_members", atomic_load(&pf_start_members), 0);
 	nkp_end_put_kv(buf, cap, &n, "start_pages", atomic_load(&pf_start_pages), 0);
 	nkp_end_put_kv(buf, cap, &n, "start_groups", atomic_load(&pf_start_groups), 0);
+	nkp_end_put_kv(buf, cap, &n, "start_first_touch", atomic_load(&pf_start_ft), 0);
+	nkp_end_put_kv(buf, cap, &n, "query_failed", atomic_load(&pf_query_failed), 0);
+	nkp_end_put_kv(buf, cap, &n, "query_errno", atomic_load(&pf_query_errno), 0);
+	nkp_end_put_kv(buf, cap, &n, "first_touch_samples", atomic_load(&pf_ft_samples), 0);
+	nkp_end_put_kv(buf, cap, &n, "first_touch_present", atomic_load(&pf_ft_present), 0);
 	nkp_end_put_kv(buf, cap, &n, "busy", atomic_load(&pf_busy), 0);
 	nkp_end_put_kv(buf, cap, &n, "retries", atomic_load(&pf_retries), 0);
 	nkp_end_put(buf, cap, &n, "}");

@@ -75,7 +75,10 @@ extern PF_HIDDEN atomic_ulong pf_turned, pf_rearmed, pf_members_full, pf_rounds,
 /* wake-ups after their due time; time resolving parked first touches; pages revoked again at the next round */
 extern PF_HIDDEN atomic_ulong pf_late_ns, pf_flush_ns, pf_rearm_next;
 /* The first draw, before the program runs: members joined, pages revoked, tracked groups (END "start_*"). */
-extern PF_HIDDEN atomic_ulong pf_start_members, pf_start_pages, pf_start_groups;
+extern PF_HIDDEN atomic_ulong pf_start_members, pf_start_pages, pf_start_groups, pf_start_ft;
+/* END's account of first touches: failed move_pages queries when arming (and the last errno), first-touch
+ * samples handed out, and faults flagged first touch whose page was present after all. */
+extern PF_HIDDEN atomic_ulong pf_query_failed, pf_query_errno, pf_ft_samples, pf_ft_present;
 /* When each page last faulted, by pf_hash (a collision only makes one page wait a round more or less). */
 extern PF_HIDDEN _Atomic uint64_t pf_fault_ns[PF_SLOTS];
 #define PF_VISIT_NS 1000000ull /* accesses to a page closer together than this are one visit */

@@ -201,6 +201,7 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 		if (pf_query(1, &pg, &st) >= 0 && st >= 0) {
 			s.flags &= (uint8_t)~NK__SF_FIRST_TOUCH;
 			s.page_node = (int16_t)st;
+			atomic_fetch_add_explicit(&pf_ft_present, 1, memory_order_relaxed);
 		}
 	}
 	if ((s.flags & NK__SF_FIRST_TOUCH) && s.access == NK__ACC_WRITE) {
@@ -219,8 +220,11 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 			s.page_node = (int16_t)st;
 	}
 	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
-	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed))
+	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed)) {
+		if (s.flags & NK__SF_FIRST_TOUCH)
+			atomic_fetch_add_explicit(&pf_ft_samples, 1, memory_order_relaxed);
 		pf_deliver(&s);
+	}
 	pf_cost(nkp_now() - t0 + atomic_load_explicit(&pf_trap_ns, memory_order_relaxed));
 	errno = saved_errno;
 	return 1;

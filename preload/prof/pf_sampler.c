@@ -701,6 +701,13 @@ void nkp_pf_start(void)
 	atomic_store(&pf_start_members, joined);
 	atomic_store(&pf_start_pages, armed);
 	atomic_store(&pf_start_groups, pf_total);
+	unsigned long ft = 0;
+	pthread_mutex_lock(&pf_lock);
+	for (unsigned i = 0; i < pf_n_mem; i++)
+		for (unsigned k = 0; k < pf_mem[i].pages; k++)
+			ft += pf_mem[i].node[k] == -ENOENT;
+	pthread_mutex_unlock(&pf_lock);
+	atomic_store(&pf_start_ft, ft);
 	if (!atomic_load_explicit(&pf_probe_page, memory_order_relaxed)) {
 		nkp_enter();
 		void *pg = mmap(NULL, pf_ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -772,6 +779,9 @@ void nkp_pf_after_fork(void)
 	atomic_store(&pf_late_ns, 0);
 	atomic_store(&pf_flush_ns, 0);
 	atomic_store(&pf_rearm_next, 0);
+	atomic_store(&pf_ft_samples, 0);
+	atomic_store(&pf_ft_present, 0);
+	atomic_store(&pf_query_failed, 0);
 	pf_thread_live = 0;
 	atomic_store(&pf_running, 0);
 	pf_rng ^= (uint64_t)getpid() << 17;

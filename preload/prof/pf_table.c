@@ -27,9 +27,13 @@ long pf_query(unsigned long n, void **pages, int *status)
  */
 void pf_query_or_unknown(unsigned long n, void **pages, int *status)
 {
-	if (pf_query(n, pages, status) < 0)
+	long r = pf_query(n, pages, status);
+	if (r < 0) {
+		atomic_fetch_add_explicit(&pf_query_failed, 1, memory_order_relaxed);
+		atomic_store_explicit(&pf_query_errno, (unsigned long)-r, memory_order_relaxed);
 		for (unsigned long i = 0; i < n; i++)
 			status[i] = -ENOSYS;
+	}
 }
 
 /* Place the page @p page as a write by the calling thread would, without touching it.  0 or -errno (EINVAL

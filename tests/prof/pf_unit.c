@@ -485,7 +485,7 @@ int main(void)
 	test_retry_regiven();
 	test_sampler_thread();
 	test_visits();
-	char js[512];
+	char js[1024];
 	size_t jn = nkp_pf_end_json(js, sizeof js);
 	CHECK(jn > 0 && jn == strlen(js) && !strncmp(js, "\"faults\": ", 10) && strstr(js, "\"pagefault\": {") &&
 	      js[jn - 1] == '}');
