@@ -110,15 +110,19 @@ uint64_t nkp_now(void);
 uint32_t nkp_tid(void);
 /** Node of @p cpu, -1 unknown.  AS-safe. */
 int nkp_cpu_node(int cpu);
-/** Queue one sample (fills time/phase/sampler if 0); dropped and counted when the ring is full or the budget spent.  AS-safe, lock-free. */
-void nkp_emit(const struct nk__nkp_sample *s);
+/** Queue one sample (fills time/phase/sampler if 0); dropped and counted when the ring is full or the budget spent.
+ * 0 queued, NKP_DROP_RING dropped because the ring was full (the flusher fell behind: a caller that weighs
+ * its samples can carry the weight over to its next one), NKP_DROP_OTHER (budget spent, not recording).
+ * AS-safe, lock-free. */
+enum { NKP_DROP_RING = 1, NKP_DROP_OTHER = 2 };
+int nkp_emit(const struct nk__nkp_sample *s);
 /**
  * nkp_emit, but when the ring is full the caller naps until the flusher made room (at most 200 ms, not
  * inside the runtime, not after a wait ran out until the next drain): the trace sampler, whose samples
  * come in bursts from every thread at once, would otherwise lose those of its parallel phases and bias
  * the fractions.  AS-safe (nanosleep).
  */
-void nkp_emit_wait(const struct nk__nkp_sample *s);
+int nkp_emit_wait(const struct nk__nkp_sample *s);
 /**
  * The sample budget spread over the run (src/profile/budget.h).  nkp_budget_period: the trace sampler's period
  * now, from its first period @p p0 (it grows with the accesses sampled so far over the budget left).

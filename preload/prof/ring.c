@@ -72,10 +72,10 @@ static int ring_put(const struct nk__nkp_sample *s)
 	return 0;
 }
 
-static void emit(const struct nk__nkp_sample *s, int wait)
+static int emit(const struct nk__nkp_sample *s, int wait)
 {
 	if (!nkp.active || nkp_closed)
-		return;
+		return NKP_DROP_OTHER;
 	uint64_t used = atomic_fetch_add(&nkp_n_samples, 1);
 	if (used >= nkp.budget) {
 		uint64_t never = 0;
@@ -83,7 +83,7 @@ static void emit(const struct nk__nkp_sample *s, int wait)
 		atomic_fetch_add(&nkp_n_dropped, 1);
 		if (!atomic_fetch_add(&nkp_n_budget_dropped, 1))
 			atomic_compare_exchange_strong(&nkp_budget_spent_ns, &never, nkp_now() | 1);
-		return;
+		return NKP_DROP_OTHER;
 	}
 	atomic_fetch_add_explicit(&n_weighted, s->weight ? s->weight : 1, memory_order_relaxed);
 	/* Waiting: 100 us naps until the flusher made room, at most EMIT_WAIT_NS, and never inside the
@@ -96,11 +96,12 @@ static void emit(const struct nk__nkp_sample *s, int wait)
 			atomic_fetch_sub(&nkp_n_samples, 1);
 			atomic_fetch_sub_explicit(&n_weighted, s->weight ? s->weight : 1, memory_order_relaxed);
 			atomic_fetch_add(&nkp_n_dropped, 1);
-			return;
+			return NKP_DROP_RING;
 		}
 		struct timespec ts = { 0, 100000L };
 		nanosleep(&ts, NULL);
 	}
+	return 0;
 }
 
 uint64_t nkp_budget_period(uint64_t p0)
@@ -114,14 +115,14 @@ uint32_t nkp_budget_halvings(void)
 	return nk__budget_halvings(nkp.budget, atomic_load_explicit(&nkp_n_samples, memory_order_relaxed));
 }
 
-void nkp_emit(const struct nk__nkp_sample *s)
+int nkp_emit(const struct nk__nkp_sample *s)
 {
-	emit(s, 0);
+	return emit(s, 0);
 }
 
-void nkp_emit_wait(const struct nk__nkp_sample *s)
+int nkp_emit_wait(const struct nk__nkp_sample *s)
 {
-	emit(s, 1);
+	return emit(s, 1);
 }
 
 size_t nkp_ring_drain(void)

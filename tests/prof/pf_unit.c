@@ -33,11 +33,12 @@ int nkp_cpu_node(int cpu)
 {
 	return cpu >= 0 ? 0 : -1;
 }
-void nkp_emit(const struct nk__nkp_sample *s)
+int nkp_emit(const struct nk__nkp_sample *s)
 {
 	unsigned i = atomic_fetch_add(&n_got, 1);
 	if (i < MAX_SAMPLES)
 		got[i] = *s;
+	return 0;
 }
 uint32_t nkp_budget_halvings(void)
 {

@@ -54,7 +54,8 @@ int nkp_cpu_node(int cpu)
 	return cpu >= 0 ? 0 : -1;
 }
 
-void nkp_emit(const struct nk__nkp_sample *s)
+static int refuse_ring; /* nkp_emit_wait refuses this many samples as a full ring would */
+int nkp_emit(const struct nk__nkp_sample *s)
 {
 	pthread_mutex_lock(&got_lock);
 	if (n_got < sizeof got / sizeof got[0])
@@ -64,6 +65,7 @@ void nkp_emit(const struct nk__nkp_sample *s)
 		raise_in_emit = 0;
 		raise(SIGUSR1);
 	}
+	return 0;
 }
 
 static uint32_t stage; /* nkp_budget_period() is p0 2^stage: the test sets it */
@@ -73,10 +75,14 @@ uint64_t nkp_budget_period(uint64_t p0)
 }
 
 static unsigned n_waited; /* samples that came through nkp_emit_wait */
-void nkp_emit_wait(const struct nk__nkp_sample *s)
+int nkp_emit_wait(const struct nk__nkp_sample *s)
 {
 	n_waited++;
-	nkp_emit(s);
+	if (refuse_ring > 0) {
+		refuse_ring--;
+		return NKP_DROP_RING;
+	}
+	return nkp_emit(s);
 }
 
 int nkp_tracked_contains(uintptr_t page)
@@ -258,6 +264,34 @@ static void test_rate(void **state)
 }
 
 /*
+ * A full ring refuses samples (the flusher fell behind): their weight goes to the thread's next sample, so
+ * that the weights still add up to the accesses of every phase, and END counts them.  Before, they were
+ * dropped: the phases whose samples met a full ring weighed less.
+ */
+static void test_ring_carry(void **state)
+{
+	reset(1);
+	memset(region, 1, (size_t)PAGES * (size_t)nkp.page_size); /* no first touches */
+	size_t n = words(), acc = 0;
+	uint64_t wsum = 0;
+	refuse_ring = 100;
+	for (size_t i = 2; i < n; i++) {
+		__sanitizer_cov_load8(&region[i]);
+		acc++;
+	}
+	nkp_trace_stop();
+	assert_int_equal(refuse_ring, 0);
+	assert_int_equal(n_got, acc - 100);
+	for (size_t i = 0; i < n_got; i++)
+		wsum += got[i].weight;
+	assert_int_equal(wsum, acc);
+	assert_int_equal(got[0].weight, 101); /* the 100 refused, then the first that got through */
+	json_t *t = end_json(4096);
+	assert_int_equal(jget(t, "ring_carried"), 100);
+	json_decref(t);
+}
+
+/*
  * The budget (src/profile/budget.h) makes the period grow: a countdown drawn before a change keeps its
  * period as its sample's weight, later ones have the new one, and the weights still add up to the accesses.
  */
@@ -433,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_inactive),
 		cmocka_unit_test(test_every_access),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_ring_carry),
 		cmocka_unit_test(test_stages),
 		cmocka_unit_test(test_paused),
 		cmocka_unit_test(test_caches),
