@@ -7,7 +7,8 @@
 # Usage (host):  bench/profile_speed.sh [BUILD_DIR] [SHIFTS]     e.g. bench/profile_speed.sh build "0 2 5"
 #   PROGS="hotspot table mismatch" SAMPLERS="pagefault trace" choose what runs; OUT keeps the profiles;
 #   REPEAT=N profiles each program N times with the pagefault sampler (the trace truth once); PF_OPTS
-#   its options (default "--rate 20000 --max-overhead 100"; "--rate 1000" is numakit's default).
+#   its options (default "--rate 20000 --max-overhead 100"; "--rate 1000" is numakit's default); PROG_ARGS
+#   the programs' arguments (default 8: MiB per array).
 # Inside a guest it is run as:  bench/profile_speed.sh --guest BUILD_DIR OUT
 set -u
 S=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ if [ "${1:-}" = --guest ]; then
             fi
             f=$O/$p.$s.$k
             t0=$(date +%s%N)
-            "$NK" profile --sampler "$s" $opt -q -o "$f.nkp" -- "$prog" 8 || { echo "$p $s: profile failed"; continue; }
+            "$NK" profile --sampler "$s" $opt -q -o "$f.nkp" -- "$prog" ${PROG_ARGS:-8} || { echo "$p $s: profile failed"; continue; }
             t1=$(date +%s%N)
             "$NK" report --json "$f.nkp" > "$f.json" 2>/dev/null
             "$NK" advise -o "$f.plan.json" "$f.nkp" > /dev/null 2>&1
@@ -61,6 +62,6 @@ for shift in ${2:-0 2 5}; do
     mkdir -p "$O"
     echo "== -icount shift=$shift"
     python3 "$S/tests/vm/run-guests" --build "$B" --only 4n-slit --icount "$shift" --rwdir "$O" \
-        --exec "env PROGS='${PROGS:-hotspot table mismatch}' SAMPLERS='${SAMPLERS:-pagefault trace}' REPEAT='${REPEAT:-1}' PF_OPTS='${PF_OPTS:---rate 20000 --max-overhead 100}' sh $S/bench/profile_speed.sh --guest $B $O" |
+        --exec "env PROGS='${PROGS:-hotspot table mismatch}' SAMPLERS='${SAMPLERS:-pagefault trace}' REPEAT='${REPEAT:-1}' PROG_ARGS='${PROG_ARGS:-8}' PF_OPTS='${PF_OPTS:---rate 20000 --max-overhead 100}' sh $S/bench/profile_speed.sh --guest $B $O" |
         grep -E '^[a-z]+ +(pagefault|trace) |failed'
 done
