@@ -222,6 +222,9 @@ static void text_out(const struct rm *r, struct nk__strbuf *b)
 	}
 	nk__strbuf_printf(b, "\nOpen MPI: numakit advise --ranks -o RANKFILE JOB, then mpirun --mca "
 			     "rmaps_rank_file_physical 1 -rf RANKFILE ...\n");
+	nk__strbuf_printf(b, "numakit run (any launcher; each rank binds its cpus and memory to its node, on the host\n"
+			     "the launcher started it on, which must be the map's):\n"
+			     "  mpirun ... numakit run --rank-map RANKFILE -- %s\n", j->program);
 }
 
 static json_t *json_out(const struct rm *r)
