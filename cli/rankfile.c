@@ -172,7 +172,7 @@ static int rankfile_line(struct cli_rankfile *f, size_t *slots_cap, int lineno, 
 	const char *h = p;
 	while (p < end && !isblank((unsigned char)*p))
 		p++;
-	if (p == h || !strncmp(h, "slot=", 5))
+	if (p == h || (p - h >= 5 && !strncmp(h, "slot=", 5)))
 		return fail(why, cap, "line %d: %s: no host after '='", lineno, expected);
 	for (const char *c = h; c < p; c++)
 		if (!isgraph((unsigned char)*c) || *c == '=')
