@@ -102,7 +102,7 @@ static int apply_slots(struct wr *w, const nk_rank_slot *slots, size_t n, nk_err
 	const struct nk__job *j = w->j;
 	for (size_t k = 0; k < n; k++) {
 		const nk_rank_slot *s = &slots[k];
-		size_t i = 0;
+		size_t i = 0; /* at most NK__RM_MAX_RANKS ranks: a scan */
 		while (i < j->n_ranks && j->ranks[i].rank != s->rank)
 			i++;
 		if (i == j->n_ranks)
@@ -149,6 +149,14 @@ static int apply_slots(struct wr *w, const nk_rank_slot *slots, size_t n, nk_err
 	return 0;
 }
 
+static int cmp_ends(const void *x, const void *y)
+{
+	const struct wr_pair *a = x, *b = y;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return (a->b > b->b) - (a->b < b->b);
+}
+
 static int cmp_pair(const void *x, const void *y)
 {
 	const struct wr_pair *a = x, *b = y;
@@ -166,22 +174,26 @@ static int comm(struct wr *w, nk_error *err)
 	const struct nk__job_rm_env *e = &w->env;
 	if (!(w->pairs = malloc((e->n_edges ? e->n_edges : 1) * sizeof *w->pairs)))
 		return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+	/* the edges (one per direction) as unordered pairs, summed: sorted by their ends, merged */
 	for (size_t k = 0; k < e->n_edges; k++) {
 		int a = e->edges[k].a < e->edges[k].b ? e->edges[k].a : e->edges[k].b;
 		int b = e->edges[k].a < e->edges[k].b ? e->edges[k].b : e->edges[k].a;
-		size_t p = 0;
-		while (p < w->n_pairs && (w->pairs[p].a != a || w->pairs[p].b != b))
-			p++;
-		if (p == w->n_pairs) {
-			const struct nk__job_rank *ra = &j->ranks[a], *rb = &j->ranks[b];
-			double d0 = nk__job_rm_dist(e, ra->host_index, ra->cpu_node, rb->host_index, rb->cpu_node);
-			double d1 = nk__job_rm_dist(e, w->host[a], w->node[a], w->host[b], w->node[b]);
-			if (d0 < 0 || d1 < 0)
-				return nk__error(err, NK_EINVAL, "ranks %d and %d: a node is not in its host's machine", ra->rank,
-						 rb->rank);
-			w->pairs[w->n_pairs++] = (struct wr_pair){ a, b, 0, d0, d1 };
+		w->pairs[k] = (struct wr_pair){ a, b, e->edges[k].bytes, 0, 0 };
+	}
+	qsort(w->pairs, e->n_edges, sizeof *w->pairs, cmp_ends);
+	for (size_t k = 0; k < e->n_edges; k++) {
+		if (w->n_pairs && w->pairs[w->n_pairs - 1].a == w->pairs[k].a && w->pairs[w->n_pairs - 1].b == w->pairs[k].b) {
+			w->pairs[w->n_pairs - 1].bytes += w->pairs[k].bytes;
+			continue;
 		}
-		w->pairs[p].bytes += e->edges[k].bytes;
+		struct wr_pair x = w->pairs[k];
+		const struct nk__job_rank *ra = &j->ranks[x.a], *rb = &j->ranks[x.b];
+		x.d0 = nk__job_rm_dist(e, ra->host_index, ra->cpu_node, rb->host_index, rb->cpu_node);
+		x.d1 = nk__job_rm_dist(e, w->host[x.a], w->node[x.a], w->host[x.b], w->node[x.b]);
+		if (x.d0 < 0 || x.d1 < 0)
+			return nk__error(err, NK_EINVAL, "ranks %d and %d: a node is not in its host's machine", ra->rank,
+					 rb->rank);
+		w->pairs[w->n_pairs++] = x;
 	}
 	for (size_t p = 0; p < w->n_pairs; p++) {
 		w->before += w->pairs[p].bytes * w->pairs[p].d0;
@@ -407,6 +419,8 @@ int nk_profile_rankmap_whatif(const nk_profile *p, const nk_rank_slot *slots, si
 				 "(`numakit profile` under an MPI launcher)");
 	struct wr w = { .j = j, .n = j->n_ranks };
 	int rc;
+	if (j->n_ranks > NK__RM_MAX_RANKS)
+		return nk__error(err, NK_EINVAL, "%zu ranks: rank mapping goes up to %d", j->n_ranks, NK__RM_MAX_RANKS);
 	for (size_t i = 0; i < j->n_ranks; i++) {
 		const struct nk__job_rank *k = &j->ranks[i];
 		if (k->rank < 0 || !k->host || !k->host[0])
