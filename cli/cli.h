@@ -235,5 +235,12 @@ void cli_job_print(const struct cli_job *j, int json);
 /** Ids as text: ranges when increasing, else comma-separated in order (malloc'ed, NULL on ENOMEM). */
 char *cli_job_ids(const int *ids, size_t n);
 void cli_job_free(struct cli_job *j);
+/**
+ * --rank-map FILE (run_rankmap.c): find this rank (the launcher's environment; without one, the map's only
+ * rank) in the map and fill @p j->info, ->cpus (the slot's) and ->mem (their nodes' memory, else the
+ * nearest); @p live: the machine is this host's (the map's host is then checked).  A line on stderr says
+ * what the rank gets unless @p quiet.  0 or exit status (message printed).
+ */
+int cli_rankmap_resolve(const char *path, const nk_machine *m, int live, int quiet, struct cli_job *j);
 
 #endif /* NK_CLI_H */

@@ -380,8 +380,17 @@ static int advise_ranks(const char *const *paths, size_t n, const char *out, int
 	}
 	if (out)
 		rc = write_text(out, rankfile, 0);
-	if (!rc)
-		fputs(text, stdout);
+	if (!rc) {
+		/* the text's numakit run line names the rankfile just written */
+		static const char word[] = "--rank-map RANKFILE";
+		const char *at = out && !json ? strstr(text, word) : NULL;
+		if (at) {
+			fwrite(text, 1, (size_t)(at - text), stdout);
+			printf("--rank-map %s%s", out, at + strlen(word));
+		} else {
+			fputs(text, stdout);
+		}
+	}
 	free(text);
 	free(rankfile);
 	return rc ? rc : cli_finish_stdout("advise", CLI_EXIT_OK);

@@ -39,7 +39,7 @@ const char cli_run_usage[] =
 	"usage: numakit run [--membind NODES | --interleave NODES | --weighted NODE=W,...\n"
 	"                    | --preferred NODE | --preferred-many NODES]\n"
 	"                   [--cpus CPUS | --pin SPEC [--threads N]]\n"
-	"                   [--plan FILE [--log FILE]]\n"
+	"                   [--plan FILE [--log FILE]] [--rank-map FILE] [-q]\n"
 	"                   [--dry-run [--json] [--fsroot DIR | --xml FILE\n"
 	"                              | --synthetic DESC | --machine FILE]]\n"
 	"                   [--] COMMAND [ARG...]\n"
@@ -76,6 +76,11 @@ const char cli_run_usage[] =
 	"                          (unless --pin or --cpus is given); a summary of what\n"
 	"                          was applied goes to stderr at exit\n"
 	"  --log FILE              with --plan: write one line per action to FILE\n"
+	"  --rank-map FILE         in an MPI job: run this rank on the node the map gives\n"
+	"                          it (`numakit advise --ranks`: an Open MPI rankfile or\n"
+	"                          its --json), its cpus and memory bound there\n"
+	"  -q, --quiet             no informational messages on stderr (what the rank\n"
+	"                          map gave, the job's layout notes)\n"
 	"  --dry-run               check the options against the machine and print what\n"
 	"                          would be done, without running COMMAND (in a job:\n"
 	"                          the layout of every local rank of this host)\n"
@@ -148,11 +153,13 @@ struct run_opts {
 	const char *cpunodes;   /* -N/--cpunodebind: run on the allowed cpus of these nodes */
 	const char *last_nodes; /* the last node list given: what numactl's "same" repeats */
 	int info;               /* 's' (-s/--show) or 'H' (-H/--hardware): the last option read; 0: none */
+	const char *rank_map;   /* --rank-map FILE: this rank's slot of the map (run_rankmap.c) */
+	int quiet;              /* -q/--quiet */
 };
 
 enum { OPT_WEIGHTED = 256, OPT_CPUS,
        OPT_DRY_RUN, OPT_FSROOT, OPT_XML, OPT_SYNTHETIC, OPT_MACHINE, OPT_PIN, OPT_THREADS, OPT_PLAN, OPT_LOG,
-       OPT_JSON };
+       OPT_JSON, OPT_RANK_MAP };
 
 #define PLAN_LIB "libnumakit_plan.so"
 
@@ -819,7 +826,7 @@ static int job_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *
 		return 0;
 	}
 	*in_job = 1;
-	if ((rc = cli_job_resolve(job, m, 0)))
+	if ((rc = cli_job_resolve(job, m, o->quiet)))
 		return rc;
 	if (o->rel_nodes) {
 		if (o->kind == NK_PROCESS_WEIGHTED)
@@ -845,11 +852,67 @@ static int job_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *
 	} else if (o->plan && !o->pin && !o->ncpus) {
 		if ((rc = cli_job_pin(job, m, NULL, &o->pin_rank, pin_machine)))
 			return rc;
-		if (job->lead)
+		if (job->lead && !o->quiet)
 			fprintf(stderr, "numakit run: --plan in a job: the plan's pinning is confined to each rank's share; "
 					"its variables' node lists are applied as written, not mapped into the share\n");
 	}
 	return 0;
+}
+
+/* --rank-map against the other options: it chooses the memory nodes and the cpus.  0 or exit status. */
+static int rankmap_check(const struct run_opts *o)
+{
+	if (!*o->rank_map)
+		return cli_usage_error("run", "--rank-map: empty file name");
+	if (o->kind >= 0)
+		return cli_usage_error("run", "--rank-map binds the memory to the rank's node: it cannot go with %s",
+				       o->kind_opt);
+	if (o->cpu_opt)
+		return cli_usage_error("run", "--rank-map chooses the rank's cpus: it cannot go with %s", o->cpu_opt);
+	if (o->info)
+		return cli_usage_error("run", "--rank-map cannot go with %s", o->info == 's' ? "--show" : "--hardware");
+	if (o->pin && !cli_job_is_relative(o->pin) && *o->pin >= '0' && *o->pin <= '9')
+		return cli_usage_error("run", "--pin %s with --rank-map: a cpu list would leave the rank's node; give "
+					      "positions in it (--pin rank:%s) or a strategy (compact, scatter, ...)",
+				       o->pin, o->pin);
+	return cli_check_input("run", "--rank-map", o->rank_map, 0);
+}
+
+/*
+ * --rank-map: this rank's slot of the map (run_rankmap.c) is its share: memory bound to the slot's nodes,
+ * the cpus the slot's, or --pin / the plan's pinning inside them (the machine restricted to the slot, as
+ * in a job's share).
+ */
+static int rankmap_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *job,
+			   const nk_machine **pin_machine)
+{
+	int rc = cli_rankmap_resolve(o->rank_map, m, o->src.kind < 0, o->quiet, job);
+
+	if (rc)
+		return rc;
+	o->kind = NK_PROCESS_MEMBIND;
+	o->kind_opt = "--rank-map";
+	if (!(o->nodes = malloc(job->nmem * sizeof *o->nodes)))
+		goto nomem;
+	memcpy(o->nodes, job->mem, job->nmem * sizeof *o->nodes);
+	o->n = job->nmem;
+	if (o->pin) {
+		char *spec = NULL;
+		if (!cli_job_is_relative(o->pin) && asprintf(&spec, "rank:%s", o->pin) < 0)
+			goto nomem;
+		rc = cli_job_pin(job, m, spec ? spec : o->pin, &o->pin_rank, pin_machine);
+		free(spec);
+		if (rc)
+			return rc;
+		o->pin = o->pin_rank;
+	} else if (o->plan) {
+		/* the plan's pinning, inside the slot; without one the slot's cpus (cli_cmd_run) */
+		return cli_job_pin(job, m, NULL, &o->pin_rank, pin_machine);
+	}
+	return 0;
+nomem:
+	cli_error("run", "out of memory");
+	return CLI_EXIT_FAIL;
 }
 
 static void json_str(const char *s)
@@ -877,13 +940,25 @@ static void json_ids(const int *v, size_t n)
 
 /* --dry-run --json: the job's layout and what this rank would get (docs/run.md). */
 static void print_json(const struct run_opts *o, const struct pin_plan *pp, const struct cli_job *job,
-		       const nk_advice *plan, char **cmd)
+		       const struct cli_job *mapped, const nk_advice *plan, char **cmd)
 {
 	printf("{\"format\": \"numakit-run\", \"version\": 1, \"job\": ");
 	if (job)
 		cli_job_print(job, 1);
 	else
 		printf("null");
+	printf(", \"rank_map\": ");
+	if (o->rank_map) {
+		printf("{\"file\": ");
+		json_str(o->rank_map);
+		printf(", \"rank\": %d, \"cpus\": ", mapped->row);
+		json_ids(mapped->cpus, mapped->ncpus);
+		printf(", \"memory_nodes\": ");
+		json_ids(mapped->mem, mapped->nmem);
+		printf("}");
+	} else {
+		printf("null");
+	}
 	printf(", \"memory_policy\": ");
 	if (o->kind >= 0) {
 		printf("{\"kind\": \"%s\", \"nodes\": ", policy_word(o->kind));
@@ -966,6 +1041,8 @@ int cli_cmd_run(int argc, char **argv)
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "rank-map", required_argument, NULL, OPT_RANK_MAP },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -973,7 +1050,7 @@ int cli_cmd_run(int argc, char **argv)
 	 * '+': the first non-option word is the command; its options are its own.
 	 * The short options are numactl's (numactl(8)), with numactl's meaning.
 	 */
-	static const char shorts[] = "+:hm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD";
+	static const char shorts[] = "+:hqm:i:w:p:P:lC:N:sHabc:S:I:f:o:L:tM:uTdD";
 	struct run_opts o = { .kind = -1, .src = CLI_SOURCE_INIT };
 	struct pin_plan pp = { 0 };
 	struct cli_job job = { 0 };
@@ -1087,6 +1164,12 @@ int cli_cmd_run(int argc, char **argv)
 		case OPT_LOG:
 			o.log = optarg;
 			break;
+		case OPT_RANK_MAP:
+			o.rank_map = optarg;
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
 		case OPT_FSROOT:
 			rc = cli_source_set(&o.src, "run", NK_SOURCE_FSROOT, "--fsroot", optarg);
 			break;
@@ -1135,6 +1218,8 @@ int cli_cmd_run(int argc, char **argv)
 		rc = cli_usage_error("run", "--json goes with --dry-run (it prints the layout as JSON)");
 		goto out;
 	}
+	if (o.rank_map && (rc = rankmap_check(&o)))
+		goto out;
 	if (o.log && !o.plan) {
 		rc = cli_usage_error("run", "--log needs --plan");
 		goto out;
@@ -1162,11 +1247,15 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
-	if ((rc = job_prepare(&o, m, &job, &in_job, &pin_machine)))
+	if (o.rank_map)
+		rc = rankmap_prepare(&o, m, &job, &pin_machine);
+	else
+		rc = job_prepare(&o, m, &job, &in_job, &pin_machine);
+	if (rc)
 		goto out;
 	if (o.plan && (rc = prepare_plan(&o, m, &plan)))
 		goto out;
-	if (in_job && !o.ncpus && !o.pin) {
+	if ((in_job || o.rank_map) && !o.ncpus && !o.pin) {
 		/* a rank-relative run without --cpus/--pin (or a plan without pinning) stays on its share */
 		if (!(o.cpus = malloc(job.ncpus * sizeof *o.cpus))) {
 			cli_error("run", "out of memory");
@@ -1205,13 +1294,15 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (o.dry_run && o.json) {
-		print_json(&o, &pp, in_job ? &job : NULL, plan, cmd);
+		print_json(&o, &pp, in_job ? &job : NULL, o.rank_map ? &job : NULL, plan, cmd);
 		rc = cli_finish_stdout("run", CLI_EXIT_OK);
 		goto out;
 	}
 	if (o.dry_run) {
 		if (in_job)
 			cli_job_print(&job, 0);
+		if (o.rank_map)
+			printf("rank map: %s, rank %d\n", o.rank_map, job.row);
 		print_plan(&o, &pp, cmd);
 		if (plan)
 			printf("plan: %s, %zu entr%s (applied by %s inside the program)\n", o.plan,

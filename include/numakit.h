@@ -1818,6 +1818,33 @@ NK_API int nk_profile_sharing(const nk_profile *p, char **out, nk_error *err);
  */
 NK_API int nk_profile_rankmap(const nk_profile *p, int format, char **out, nk_error *err);
 
+/** One rank's slot in a proposed rank mapping (nk_profile_rankmap_whatif). */
+typedef struct nk_rank_slot {
+	int rank;         /**< the rank (MPI_COMM_WORLD) */
+	const char *host; /**< a host of the job, as its profile names it; NULL or "": the rank's own host */
+	int node;         /**< a node of that host, or -1: the node of @p cpus */
+	const int *cpus;  /**< with node -1: the slot's cpus (physical ids), all on one node of the host */
+	size_t ncpus;
+} nk_rank_slot;
+
+/**
+ * What a proposed rank mapping would do to the job of @p p (a job's profile with MPI traffic, as for
+ * nk_profile_rankmap; docs/whatif.md "A rank mapping"): communication x distance as profiled and under
+ * the mapping, in total and per pair of ranks, and each rank's remote-access fraction and stall estimate
+ * as profiled and under the mapping, by whatif's model, under two assumptions on where a moved rank's
+ * memory ends up: it follows the rank (re-run with its memory bound there, `numakit run --rank-map`, or
+ * first touched by its threads now on that node) or it stays where it was (memory the program binds
+ * itself).  @p slots (@p n of them, each rank at most once) give the ranks their slots; ranks of the job
+ * without one stay where they ran.  @p format: NK_REPORT_TEXT or NK_REPORT_JSON
+ * ("numakit-rankmap-whatif" version 1).  The rank files are read again, one at a time.
+ * Errors: NK_EINVAL (not a job, no traffic, a slot naming a rank the job lacks, a rank twice, a host of
+ * no rank of the job, a node or cpu its machine lacks, cpus on several nodes: the message says which),
+ * NK_ENOMEM, and the errors of reading a rank's file again (NK_ENOENT, NK_EIO, NK_EPARSE).
+ * Nothing is changed on error.
+ */
+NK_API int nk_profile_rankmap_whatif(const nk_profile *p, const nk_rank_slot *slots, size_t n, int format,
+				     char **out, nk_error *err);
+
 /**
  * Whether the samples of @p p cover the whole run: *complete is 1, or 0 when
  * a process did not close its profile (killed) or samples were dropped (the

@@ -1328,3 +1328,96 @@ double nk__whatif_model_remote_penalty_ns(const struct nk__whatif_model *w)
 		}
 	return ln && rn ? rs / rn - ls / ln : 0;
 }
+
+/* ------------------------------------------- a rank moved, for whatif --rank-map */
+
+/* The pred of scenario @p x (means per run already taken). */
+static void fill_pred(const struct wi_ctx *c, const struct wi_acc *x, struct nk__whatif_pred *out)
+{
+	double b = bw_ns(c, x), served = 0, most = 0;
+	out->acc = x->acc;
+	out->local = x->local;
+	out->remote = x->remote;
+	out->unknown = x->unknown;
+	out->remote_fraction = remote_frac(x);
+	out->latency_ms = x->lat_ns / 1e6;
+	out->bandwidth_ms = b < 0 ? -1 : b / 1e6;
+	out->stall_ms = stall_ms(c, x);
+	out->busiest_node = -1;
+	for (int n = 0; n < c->k; n++) {
+		served += (double)x->bytes[n];
+		if ((double)x->bytes[n] > most) {
+			most = (double)x->bytes[n];
+			out->busiest_node = c->ids[n];
+		}
+	}
+	out->busiest_share = served > 0 ? most / served : 0;
+}
+
+int nk__whatif_move(const struct nk__analysis *a, const nk_machine *m, int node, int follow,
+		    struct nk__whatif_pred *out, char **warning, nk_error *err)
+{
+	struct wi_ctx c;
+	struct wi_acc x;
+	int rc, tq = -1, pq = -1;
+
+	memset(&c, 0, sizeof(c));
+	memset(&x, 0, sizeof(x));
+	if (warning)
+		*warning = NULL;
+	c.a = a;
+	c.m = m;
+	c.err = err;
+	c.given_machine = 1;
+	if ((rc = load_machine(&c)) || (rc = setup_threads(&c)))
+		goto out;
+	setup_pages(&c);
+	if (node >= 0) {
+		int f = nk_machine_node_flags(m, node);
+		tq = node_idx(&c, node);
+		if (tq < 0 || f < 0 || !(f & NK_NODE_HAS_CPUS)) {
+			rc = nk__error(err, NK_EINVAL, "node %d %s", node, tq < 0 ? "is not on the machine" : "has no cpus");
+			goto out;
+		}
+		/* memory that follows the rank: its node, else the nearest node with memory (numakit run --rank-map) */
+		pq = tq;
+		if (!(f & NK_NODE_HAS_MEMORY)) {
+			int best = -1;
+			for (int i = 0; i < c.n_mem; i++) {
+				int d = nk_machine_distance(m, node, c.ids[c.mem_nodes[i]]);
+				if (d >= 0 && (best < 0 || d < best)) {
+					best = d;
+					pq = c.mem_nodes[i];
+				}
+			}
+		}
+	}
+	if (!(x.bytes = calloc((size_t)c.k, sizeof(uint64_t)))) {
+		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < a->n_attr; i++) {
+		const struct nk__an_sample *s = &a->attr[i];
+		int tn, pn, r = 0;
+		replay(&c, s, NULL, 0, &tn, &pn, &r); /* as profiled */
+		if (node >= 0) {
+			tn = tq; /* every thread of the rank runs on its node */
+			if (follow && pn >= 0)
+				pn = pq;
+		}
+		count(&c, &x, tn, pn, s->weight);
+	}
+	if (a->runs > 1)
+		acc_means(&c, &x, (uint64_t)a->runs);
+	if (c.oom) {
+		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
+		goto out;
+	}
+	fill_pred(&c, &x, out);
+	if (warning && c.n_warn && !(*warning = strdup(c.warn[0])))
+		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
+out:
+	free(x.bytes);
+	ctx_free(&c);
+	return rc;
+}

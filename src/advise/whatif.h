@@ -55,6 +55,18 @@ void nk__whatif_model_free(struct nk__whatif_model *w);
 int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct nk__aplan_entry *e, int uses,
 			  struct nk__whatif_pred *out, nk_error *err);
 
+/**
+ * A rank of a job moved (whatif --rank-map, src/advise/whatif_ranks.c): every attributed sample of its
+ * analysis @p a replayed on machine @p m (the host it goes to; profiled nodes it lacks remapped as whatif
+ * does with --machine) with its thread on node @p node, the page as profiled, or (@p follow) on @p node
+ * itself, else the nearest node with memory (its memory bound there, or first touched by its threads now
+ * there); a sample whose page node is unknown stays unknown.  @p node -1: as profiled.  *@p warning
+ * (NULL-able; malloc'ed or NULL): the model's first warning (remapped threads or pages).  Errors: NK_EINVAL
+ * (@p node not on @p m or without cpus, a machine without memory or cpus), NK_ENOMEM.
+ */
+int nk__whatif_move(const struct nk__analysis *a, const nk_machine *m, int node, int follow,
+		    struct nk__whatif_pred *out, char **warning, nk_error *err);
+
 /** Mean latency (ns) the model gives a remote access minus a local one, over the machine's memory nodes. */
 double nk__whatif_model_remote_penalty_ns(const struct nk__whatif_model *w);
 

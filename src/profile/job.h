@@ -218,6 +218,28 @@ void nk__job_free(struct nk__job *j);
  */
 #define NK__RANKMAP_OPENMPI NK_RANKMAP_OPENMPI
 int nk__job_rankmap(const struct nk__job *j, int format, char **out, nk_error *err);
+/*
+ * What a mapping of the job's ranks is priced with (rank_map.c; also whatif's, src/advise/whatif_ranks.c):
+ * each host's machine (its first rank's), the cost of a byte between hosts (100, or twice the largest SLIT
+ * distance of a host when larger), the MPI traffic as edges between job rank indices (a peer without a
+ * rank file left out), and each rank's traffic (bytes sent and received).
+ */
+struct nk__rm_edge;
+struct nk__job_rm_env {
+	nk_machine **m;            /* [n_hosts] */
+	double host_dist;
+	struct nk__rm_edge *edges; /* job rank indices */
+	size_t n_edges;
+	double *traffic;           /* [n_ranks] */
+};
+/** 0; NK_EINVAL (no traffic, a host's machine missing or unreadable), NK_ENOMEM; @p e zeroed on error. */
+int nk__job_rm_env_load(const struct nk__job *j, struct nk__job_rm_env *e, nk_error *err);
+void nk__job_rm_env_free(struct nk__job_rm_env *e, size_t n_hosts);
+/** The cost of a byte between node @p na of host @p ha and node @p nb of host @p hb: their SLIT distance
+ *  on one host, host_dist between hosts; -1 when a node is not in its host's machine. */
+double nk__job_rm_dist(const struct nk__job_rm_env *e, size_t ha, int na, size_t hb, int nb);
+/** The job of a profile, NULL when it is not a job's (report.c). */
+const struct nk__job *nk__profile_job(const nk_profile *p);
 
 /** The job's coverage reasons joined by "; " into *why (malloc'ed; "" when covered).  0 or NK_ENOMEM. */
 int nk__job_coverage_text(const struct nk__job *j, char **why);

@@ -23,30 +23,102 @@
 struct rm {
 	const struct nk__job *j;
 	int n;
-	nk_machine **m;      /* [n_hosts] */
+	struct nk__job_rm_env env; /* machines, host distance, edges, each rank's traffic */
 	int *slot_rank;      /* [n] job rank index of each slot as profiled (slots by host, node, rank) */
 	int *initial, *out;  /* [n] slot of each job rank index */
 	int *group;          /* [n] (host, node) number of each slot */
 	double *dist;
-	struct nk__rm_edge *edges;
-	size_t n_edges;
-	double host_dist;
-	double *traffic;     /* [n] bytes each job rank index sent and received (its edges') */
 	double before, after;
 };
 
+void nk__job_rm_env_free(struct nk__job_rm_env *e, size_t n_hosts)
+{
+	for (size_t h = 0; e->m && h < n_hosts; h++)
+		nk_machine_free(e->m[h]);
+	free(e->m);
+	free(e->edges);
+	free(e->traffic);
+	memset(e, 0, sizeof *e);
+}
+
+double nk__job_rm_dist(const struct nk__job_rm_env *e, size_t ha, int na, size_t hb, int nb)
+{
+	if (ha != hb)
+		return e->host_dist;
+	int x = nk_machine_distance(e->m[ha], na, nb);
+	return x < 0 ? -1 : x;
+}
+
+int nk__job_rm_env_load(const struct nk__job *j, struct nk__job_rm_env *e, nk_error *err)
+{
+	size_t n = j->n_ranks;
+	memset(e, 0, sizeof *e);
+	if (!j->comm_ranks)
+		return nk__error(err, NK_EINVAL, "the job's profile holds no MPI traffic: profile it again with the program "
+				 "linked to Open MPI or an MPI of MPICH's ABI, without --no-mpi-traffic");
+	e->m = calloc(j->n_hosts ? j->n_hosts : 1, sizeof *e->m);
+	e->edges = malloc((j->n_pairs ? j->n_pairs : 1) * sizeof *e->edges);
+	e->traffic = calloc(n ? n : 1, sizeof *e->traffic);
+	if (!e->m || !e->edges || !e->traffic)
+		goto nomem;
+	e->host_dist = NK__RM_HOST_DIST;
+	for (size_t h = 0; h < j->n_hosts; h++) {
+		const struct nk__job_rank *first = &j->ranks[j->hosts[h].ranks[0]];
+		int rc;
+		if (!first->machine_json) {
+			nk__job_rm_env_free(e, j->n_hosts);
+			return nk__error(err, NK_EINVAL, "host %s: its machine is not in the profile", first->host);
+		}
+		if ((rc = nk_machine_load_buffer(first->machine_json, strlen(first->machine_json), &e->m[h], NULL))) {
+			nk__job_rm_env_free(e, j->n_hosts);
+			return nk__error(err, rc == NK_ENOMEM ? NK_ENOMEM : NK_EINVAL, "host %s: its machine in rank %d's "
+					 "profile cannot be read", first->host, first->rank);
+		}
+		for (int a = 0; a < nk_machine_num_nodes(e->m[h]); a++)
+			for (int b = 0; b < nk_machine_num_nodes(e->m[h]); b++) {
+				int d = nk_machine_distance(e->m[h], nk_machine_node_id(e->m[h], a), nk_machine_node_id(e->m[h], b));
+				if (2.0 * d > e->host_dist)
+					e->host_dist = 2.0 * d; /* between hosts always dearer than within one */
+			}
+	}
+	/* MPI ranks to job rank indices */
+	int max_rank = 0;
+	for (size_t i = 0; i < n; i++)
+		max_rank = j->ranks[i].rank > max_rank ? j->ranks[i].rank : max_rank;
+	int *idx = malloc(((size_t)max_rank + 1) * sizeof *idx);
+	if (!idx)
+		goto nomem;
+	for (int i = 0; i <= max_rank; i++)
+		idx[i] = -1;
+	for (size_t i = 0; i < n; i++)
+		if (j->ranks[i].rank >= 0)
+			idx[j->ranks[i].rank] = (int)i;
+	for (size_t i = 0; i < j->n_pairs; i++) {
+		const struct nk__job_pair *p = &j->pairs[i];
+		if (p->from < 0 || p->to < 0 || p->from > max_rank || p->to > max_rank || idx[p->from] < 0 || idx[p->to] < 0)
+			continue; /* a peer without a rank file: its slot is unknown */
+		e->edges[e->n_edges++] =
+			(struct nk__rm_edge){ idx[p->from], idx[p->to], (double)(p->p2p_bytes + p->coll_bytes) };
+	}
+	free(idx);
+	for (size_t k = 0; k < e->n_edges; k++) {
+		e->traffic[e->edges[k].a] += e->edges[k].bytes;
+		e->traffic[e->edges[k].b] += e->edges[k].bytes;
+	}
+	return 0;
+nomem:
+	nk__job_rm_env_free(e, j->n_hosts);
+	return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
+}
+
 static void rm_free(struct rm *r)
 {
-	for (size_t h = 0; r->m && h < r->j->n_hosts; h++)
-		nk_machine_free(r->m[h]);
-	free(r->m);
+	nk__job_rm_env_free(&r->env, r->j->n_hosts);
 	free(r->slot_rank);
 	free(r->initial);
 	free(r->out);
 	free(r->group);
 	free(r->dist);
-	free(r->edges);
-	free(r->traffic);
 }
 
 /* A slot as profiled: where job rank @p idx ran, the sort key of the slots. */
@@ -69,6 +141,7 @@ static int setup(struct rm *r, nk_error *err)
 {
 	const struct nk__job *j = r->j;
 	size_t n = j->n_ranks;
+	int rc;
 	if (!j->comm_ranks)
 		return nk__error(err, NK_EINVAL, "the job's profile holds no MPI traffic: profile it again with the program "
 				 "linked to Open MPI or an MPI of MPICH's ABI, without --no-mpi-traffic");
@@ -83,31 +156,15 @@ static int setup(struct rm *r, nk_error *err)
 					 k->path);
 	}
 	r->n = (int)n;
-	r->m = calloc(j->n_hosts ? j->n_hosts : 1, sizeof *r->m);
+	if ((rc = nk__job_rm_env_load(j, &r->env, err)))
+		return rc;
 	r->slot_rank = malloc(n * sizeof *r->slot_rank);
 	r->initial = malloc(n * sizeof *r->initial);
 	r->out = malloc(n * sizeof *r->out);
 	r->group = malloc(n * sizeof *r->group);
 	r->dist = malloc(n * n * sizeof *r->dist);
-	r->edges = malloc((j->n_pairs ? j->n_pairs : 1) * sizeof *r->edges);
-	if (!r->m || !r->slot_rank || !r->initial || !r->out || !r->group || !r->dist || !r->edges)
+	if (!r->slot_rank || !r->initial || !r->out || !r->group || !r->dist)
 		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
-	r->host_dist = NK__RM_HOST_DIST;
-	for (size_t h = 0; h < j->n_hosts; h++) {
-		const struct nk__job_rank *first = &j->ranks[j->hosts[h].ranks[0]];
-		int rc;
-		if (!first->machine_json)
-			return nk__error(err, NK_EINVAL, "host %s: its machine is not in the profile", first->host);
-		if ((rc = nk_machine_load_buffer(first->machine_json, strlen(first->machine_json), &r->m[h], NULL)))
-			return nk__error(err, rc == NK_ENOMEM ? NK_ENOMEM : NK_EINVAL, "host %s: its machine in rank %d's "
-					 "profile cannot be read", first->host, first->rank);
-		for (int a = 0; a < nk_machine_num_nodes(r->m[h]); a++)
-			for (int b = 0; b < nk_machine_num_nodes(r->m[h]); b++) {
-				int d = nk_machine_distance(r->m[h], nk_machine_node_id(r->m[h], a), nk_machine_node_id(r->m[h], b));
-				if (2.0 * d > r->host_dist)
-					r->host_dist = 2.0 * d; /* between hosts always dearer than within one */
-			}
-	}
 	struct slot_key *keys = malloc(n * sizeof *keys);
 	if (!keys)
 		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
@@ -127,41 +184,12 @@ static int setup(struct rm *r, nk_error *err)
 		const struct nk__job_rank *a = &j->ranks[r->slot_rank[s]];
 		for (size_t t = 0; t < n; t++) {
 			const struct nk__job_rank *b = &j->ranks[r->slot_rank[t]];
-			double d = r->host_dist;
-			if (a->host_index == b->host_index) {
-				int x = nk_machine_distance(r->m[a->host_index], a->cpu_node, b->cpu_node);
-				if (x < 0)
-					return nk__error(err, NK_EINVAL, "host %s: node %d or %d is not in its machine", a->host,
-							 a->cpu_node, b->cpu_node);
-				d = x;
-			}
+			double d = nk__job_rm_dist(&r->env, a->host_index, a->cpu_node, b->host_index, b->cpu_node);
+			if (d < 0)
+				return nk__error(err, NK_EINVAL, "host %s: node %d or %d is not in its machine", a->host,
+						 a->cpu_node, b->cpu_node);
 			r->dist[s * n + t] = s == t ? 0 : d;
 		}
-	}
-	/* MPI ranks to job rank indices */
-	int max_rank = 0;
-	for (size_t i = 0; i < n; i++)
-		max_rank = j->ranks[i].rank > max_rank ? j->ranks[i].rank : max_rank;
-	int *idx = malloc(((size_t)max_rank + 1) * sizeof *idx);
-	if (!idx)
-		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
-	for (int i = 0; i <= max_rank; i++)
-		idx[i] = -1;
-	for (size_t i = 0; i < n; i++)
-		idx[j->ranks[i].rank] = (int)i;
-	for (size_t i = 0; i < j->n_pairs; i++) {
-		const struct nk__job_pair *p = &j->pairs[i];
-		if (p->from > max_rank || p->to > max_rank || idx[p->from] < 0 || idx[p->to] < 0)
-			continue; /* a peer without a rank file: its slot is unknown */
-		r->edges[r->n_edges++] =
-			(struct nk__rm_edge){ idx[p->from], idx[p->to], (double)(p->p2p_bytes + p->coll_bytes) };
-	}
-	free(idx);
-	if (!(r->traffic = calloc(n, sizeof *r->traffic)))
-		return nk__error(err, NK_ENOMEM, "rank mapping: out of memory");
-	for (size_t k = 0; k < r->n_edges; k++) {
-		r->traffic[r->edges[k].a] += r->edges[k].bytes;
-		r->traffic[r->edges[k].b] += r->edges[k].bytes;
 	}
 	return 0;
 }
@@ -175,13 +203,13 @@ static const struct nk__job_rank *slot_of(const struct rm *r, int s)
 /* The cpus of @p node on host @p h as a list ("0-3"), malloc'ed. */
 static char *node_cpus(const struct rm *r, size_t h, int node)
 {
-	int n = nk_machine_node_cpus(r->m[h], node, NULL, 0);
+	int n = nk_machine_node_cpus(r->env.m[h], node, NULL, 0);
 	if (n < 0)
 		return NULL;
 	int *c = malloc(((size_t)n + 1) * sizeof *c);
 	if (!c)
 		return NULL;
-	nk_machine_node_cpus(r->m[h], node, c, (size_t)n);
+	nk_machine_node_cpus(r->env.m[h], node, c, (size_t)n);
 	char *s = nk__format_list_alloc(c, (size_t)n);
 	free(c);
 	return s;
@@ -197,7 +225,7 @@ static void text_out(const struct rm *r, struct nk__strbuf *b)
 	nk__strbuf_printf(b, "numakit rank mapping: job of %s, %d ranks on %zu host%s\n", j->program, r->n, j->n_hosts,
 			  j->n_hosts == 1 ? "" : "s");
 	nk__strbuf_printf(b, "communication x distance (bytes x SLIT distance / 10, between hosts %.0f / 10):\n",
-			  r->host_dist);
+			  r->env.host_dist);
 	nk__strbuf_printf(b, "  as profiled %s, proposed %s", nk__rep_size((uint64_t)(r->before / 10), s1, sizeof s1),
 			  nk__rep_size((uint64_t)(r->after / 10), s2, sizeof s2));
 	if (r->before > 0)
@@ -217,11 +245,14 @@ static void text_out(const struct rm *r, struct nk__strbuf *b)
 		nk__strbuf_printf(b, "%-6d %-24s ", k->rank, nk__fit(at, 24, fit1, sizeof fit1));
 		snprintf(at, sizeof at, "%s:%d", to->host, to->cpu_node);
 		nk__strbuf_printf(b, "%-24s %10s%s\n", nk__fit(at, 24, fit2, sizeof fit2),
-				  nk__rep_size((uint64_t)r->traffic[i], s1, sizeof s1),
+				  nk__rep_size((uint64_t)r->env.traffic[i], s1, sizeof s1),
 				  r->out[i] != r->initial[i] ? "  moves" : "");
 	}
 	nk__strbuf_printf(b, "\nOpen MPI: numakit advise --ranks -o RANKFILE JOB, then mpirun --mca "
 			     "rmaps_rank_file_physical 1 -rf RANKFILE ...\n");
+	nk__strbuf_printf(b, "numakit run (any launcher; each rank binds its cpus and memory to its node, on the host\n"
+			     "the launcher started it on, which must be the map's):\n"
+			     "  mpirun ... numakit run --rank-map RANKFILE -- %s\n", j->program);
 }
 
 static json_t *json_out(const struct rm *r)
@@ -233,7 +264,7 @@ static json_t *json_out(const struct rm *r)
 	json_object_set_new(o, "program", json_string(j->program));
 	json_object_set_new(o, "ranks", json_integer(r->n));
 	json_object_set_new(o, "hosts", json_integer((json_int_t)j->n_hosts));
-	json_object_set_new(o, "host_distance", json_real(r->host_dist));
+	json_object_set_new(o, "host_distance", json_real(r->env.host_dist));
 	json_object_set_new(o, "cost_profiled", json_real(r->before / 10));
 	json_object_set_new(o, "cost_proposed", json_real(r->after / 10));
 	for (size_t i = 0; i < j->n_ranks; i++) {
@@ -246,7 +277,7 @@ static json_t *json_out(const struct rm *r)
 		json_object_set_new(e, "host", json_string(to->host));
 		json_object_set_new(e, "node", json_integer(to->cpu_node));
 		json_object_set_new(e, "cpus", cpus ? json_string(cpus) : json_null());
-		json_object_set_new(e, "traffic_bytes", json_real(r->traffic[i]));
+		json_object_set_new(e, "traffic_bytes", json_real(r->env.traffic[i]));
 		free(cpus);
 		json_array_append_new(map, e);
 	}
@@ -275,7 +306,7 @@ int nk__job_rankmap(const struct nk__job *j, int format, char **out, nk_error *e
 	struct rm r = { .j = j };
 	int rc = setup(&r, err);
 	if (!rc) {
-		struct nk__rm_problem p = { r.n, r.dist, r.edges, r.n_edges, r.initial, r.group };
+		struct nk__rm_problem p = { r.n, r.dist, r.env.edges, r.env.n_edges, r.initial, r.group };
 		rc = nk__rm_solve(&p, r.out);
 		if (rc)
 			rc = nk__error(err, rc, "rank mapping: %s", nk_strerror(rc));

@@ -41,6 +41,11 @@ const struct nk__analysis *nk__profile_analysis(const nk_profile *p)
 	return p ? p->a : NULL;
 }
 
+const struct nk__job *nk__profile_job(const nk_profile *p)
+{
+	return p ? p->job : NULL;
+}
+
 int nk_profile_rankmap(const nk_profile *p, int format, char **out, nk_error *err)
 {
 	if (!p || !out)

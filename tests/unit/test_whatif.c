@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "advise/advice.h"
+#include "advise/whatif.h"
 #include "profile/analysis.h"
 
 #define PAGE 4096ull
@@ -639,6 +640,54 @@ static void test_text_and_errors(void **state)
 }
 
 /* Unknown nodes stay out of the fraction and the stall; a thread without THREAD record is never pinned. */
+/*
+ * A rank moved (nk__whatif_move, whatif --rank-map): four threads on nodes 0-3 reading pages all on node 0.
+ * As profiled 75 % remote; on node 2 with the memory staying 100 %, following 0 %; on node 0 staying 0 %.
+ */
+static void test_move(void **state)
+{
+	(void)state;
+	nk_profile *p = quarters(M4, ON_OWN_NODE, 0, 0);
+	const struct nk__analysis *an = nk__profile_analysis(p);
+	nk_machine *m = nk_test_synth(M4);
+	struct nk__whatif_pred prof, x, keep = { 0 };
+	nk_error err = { 0, "" };
+	char *why = NULL;
+
+	assert_int_equal(nk__whatif_move(an, m, -1, 0, &prof, &why, &err), 0);
+	assert_null(why);
+	assert_true(fabs(prof.remote_fraction - 0.75) < 1e-9);
+	/* latency term: a quarter local (80 ns), three quarters at distance 20 (160 ns) */
+	assert_true(fabs(prof.latency_ms - (double)prof.acc * (0.25 * 80 + 0.75 * 160) / 1e6) < 1e-9);
+	assert_int_equal(nk__whatif_move(an, m, 2, 0, &x, NULL, &err), 0);
+	assert_int_equal(x.acc, prof.acc);
+	assert_true(fabs(x.remote_fraction - 1.0) < 1e-9);
+	assert_int_equal(nk__whatif_move(an, m, 2, 1, &x, NULL, &err), 0);
+	assert_true(fabs(x.remote_fraction) < 1e-9);
+	assert_true(fabs(x.latency_ms - (double)prof.acc * 80 / 1e6) < 1e-9);
+	assert_int_equal(x.busiest_node, 2);
+	assert_int_equal(nk__whatif_move(an, m, 0, 0, &x, NULL, &err), 0);
+	assert_true(fabs(x.remote_fraction) < 1e-9);
+	/* a node the machine lacks: an error, the output untouched */
+	keep.acc = 12345;
+	assert_int_equal(nk__whatif_move(an, m, 9, 1, &keep, NULL, &err), NK_EINVAL);
+	assert_int_equal(keep.acc, 12345);
+	assert_non_null(strstr(err.message, "node 9"));
+
+	/* the public call: a profile that is not a job's, bad arguments; nothing written on error */
+	char *out = NULL;
+	nk_rank_slot slot = { 0, NULL, 1, NULL, 0 };
+	assert_int_equal(nk_profile_rankmap_whatif(p, &slot, 1, NK_REPORT_TEXT, &out, &err), NK_EINVAL);
+	assert_non_null(strstr(err.message, "not a job's profile"));
+	assert_int_equal(nk_profile_rankmap_whatif(NULL, &slot, 1, NK_REPORT_TEXT, &out, &err), NK_EINVAL);
+	assert_int_equal(nk_profile_rankmap_whatif(p, NULL, 1, NK_REPORT_TEXT, &out, &err), NK_EINVAL);
+	assert_int_equal(nk_profile_rankmap_whatif(p, &slot, 1, NK_REPORT_HTML, &out, &err), NK_EINVAL);
+	assert_int_equal(nk_profile_rankmap_whatif(p, &slot, 1, NK_REPORT_TEXT, NULL, &err), NK_EINVAL);
+	assert_null(out);
+	nk_machine_free(m);
+	nk_profile_free(p);
+}
+
 static void test_unknown(void **state)
 {
 	(void)state;
@@ -739,6 +788,7 @@ int main(void)
 		cmocka_unit_test(test_other_machine), cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_text_and_errors), cmocka_unit_test(test_public_plan),
 		cmocka_unit_test(test_unknown), cmocka_unit_test(test_many_variables),
+		cmocka_unit_test(test_move),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
