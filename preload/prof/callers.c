@@ -24,6 +24,7 @@
 #endif
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -36,6 +37,8 @@
 #define CALLERS_RANGES 256       /* executable segments remembered */
 #define CALLERS_SLOTS 4096       /* entries waiting for the flusher (a power of two; 288 KiB) */
 #define CALLERS_SCAN_BYTES 2048u /* how far up the stack the scan looks */
+#define CALLERS_CHUNK_WORDS 32   /* stack words read at a time (256 bytes of the handler's stack) */
+#define CALLERS_CANDIDATES 8     /* candidate words checked at a time */
 #define CALLERS_BATCH 64         /* entries per CALLERS record */
 
 struct xrange {
@@ -62,7 +65,7 @@ static atomic_ulong n_noted, n_lost;
 
 static int add_range(struct xrange *r, unsigned *n, unsigned cap, uintptr_t lo, uintptr_t hi)
 {
-	if (*n == cap || hi <= lo)
+	if (*n >= cap || hi <= lo)
 		return -1;
 	r[(*n)++] = (struct xrange){ lo, hi };
 	return 0;
@@ -86,13 +89,18 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Rescans one at a time (two threads' dlopen); the handler never takes it. */
+static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void nkp_callers_scan_objects(void)
 {
+	pthread_mutex_lock(&scan_lock);
 	int cur = atomic_load_explicit(&table_cur, memory_order_acquire);
 	struct xtable *t = &tables[cur == 0 ? 1 : 0];
 	t->n = t->n_exe = 0;
 	dl_iterate_phdr(scan_cb, t);
 	atomic_store_explicit(&table_cur, cur == 0 ? 1 : 0, memory_order_release);
+	pthread_mutex_unlock(&scan_lock);
 }
 
 static int in_ranges(const struct xrange *r, unsigned n, uintptr_t a)
@@ -137,45 +145,25 @@ static size_t read_pieces(struct iovec *local, struct iovec *remote, size_t n, s
 	return got <= 0 ? 0 : (size_t)got / each;
 }
 
-void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s)
+/* Words of the stack from @p a: the return addresses among them appended to @p e.  Returns how many words
+ * were read (fewer than asked at the end of the stack's mapping).  AS-safe. */
+static size_t scan_chunk(const struct xtable *t, uintptr_t a, struct nk__nkp_caller *e)
 {
-#if defined(__x86_64__)
-	int cur = atomic_load_explicit(&table_cur, memory_order_acquire);
-	if (cur < 0 || !uctx)
-		return;
-	const struct xtable *t = &tables[cur];
-	/* Only outside the main executable: its own first touches name its own line already. */
-	if (in_ranges(t->exe, t->n_exe, (uintptr_t)s->ip) || !s->ip)
-		return;
-	const ucontext_t *uc = uctx;
-	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	uint64_t words[CALLERS_SCAN_BYTES / 8];
-	/* The stack in pieces that end at page boundaries, so that its last mapped page ends the read, not the scan. */
-	struct iovec lv[CALLERS_SCAN_BYTES / 4096 + 2], rv[CALLERS_SCAN_BYTES / 4096 + 2];
-	size_t np = 0, want = 0;
-	for (uintptr_t a = sp; want < sizeof words && np < sizeof lv / sizeof lv[0]; np++) {
-		uintptr_t end = (a | 4095) + 1;
-		size_t len = end - a < sizeof words - want ? end - a : sizeof words - want;
-		lv[np] = (struct iovec){ (char *)words + want, len };
-		rv[np] = (struct iovec){ (void *)a, len };
-		want += len;
-		a += len;
-	}
-	ssize_t got = process_vm_readv(getpid(), lv, np, rv, np, 0);
-	if (got < 8) {
-		atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
-		return;
-	}
-	size_t nw = (size_t)got / 8;
-	struct nk__nkp_caller e;
-	memset(&e, 0, sizeof e);
-	for (size_t i = 0; i < nw && e.depth < NK__NKP_CALLER_DEPTH;) {
-		/* candidates: words in an executable segment; their 8 bytes before checked in one read */
-		uintptr_t cand[16];
-		unsigned char code[16][8];
-		struct iovec cl[16], cr[16];
+	uint64_t words[CALLERS_CHUNK_WORDS];
+	/* in pieces that end at page boundaries, so that the stack's last mapped page ends the read */
+	uintptr_t cut = (a | 4095) + 1;
+	size_t len0 = cut - a < sizeof words ? cut - a : sizeof words;
+	struct iovec lv[2] = { { words, len0 }, { (char *)words + len0, sizeof words - len0 } };
+	struct iovec rv[2] = { { (void *)a, len0 }, { (void *)cut, sizeof words - len0 } };
+	ssize_t got = process_vm_readv(getpid(), lv, len0 < sizeof words ? 2 : 1, rv, len0 < sizeof words ? 2 : 1, 0);
+	size_t nw = got > 0 ? (size_t)got / 8 : 0;
+	for (size_t i = 0; i < nw && e->depth < NK__NKP_CALLER_DEPTH;) {
+		/* candidates: words in an executable segment; the 8 bytes before each checked in one read */
+		uintptr_t cand[CALLERS_CANDIDATES];
+		unsigned char code[CALLERS_CANDIDATES][8];
+		struct iovec cl[CALLERS_CANDIDATES], cr[CALLERS_CANDIDATES];
 		size_t nc = 0;
-		for (; i < nw && nc < 16; i++) {
+		for (; i < nw && nc < CALLERS_CANDIDATES; i++) {
 			uintptr_t w = (uintptr_t)words[i];
 			if (w < 4096 + 8 || !in_ranges(t->r, t->n, w))
 				continue;
@@ -184,13 +172,42 @@ void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s)
 			cr[nc] = (struct iovec){ (void *)(w - 8), 8 };
 			nc++;
 		}
-		for (size_t k = 0; k < nc && e.depth < NK__NKP_CALLER_DEPTH;) {
+		for (size_t k = 0; k < nc && e->depth < NK__NKP_CALLER_DEPTH;) {
 			size_t ok = read_pieces(cl + k, cr + k, nc - k, 8);
-			for (size_t q = 0; q < ok && e.depth < NK__NKP_CALLER_DEPTH; q++)
+			for (size_t q = 0; q < ok && e->depth < NK__NKP_CALLER_DEPTH; q++)
 				if (ends_with_call(code[k + q]))
-					e.ret[e.depth++] = cand[k + q];
+					e->ret[e->depth++] = cand[k + q];
 			k += ok + 1; /* past the one it could not read */
 		}
+	}
+	return nw;
+}
+
+void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s)
+{
+#if defined(__x86_64__)
+	int cur = atomic_load_explicit(&table_cur, memory_order_acquire);
+	if (cur < 0 || !uctx || !s->ip)
+		return;
+	const struct xtable *t = &tables[cur];
+	/* Only outside the main executable: its own first touches name its own line already. */
+	if (in_ranges(t->exe, t->n_exe, (uintptr_t)s->ip))
+		return;
+	const ucontext_t *uc = uctx;
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	struct nk__nkp_caller e;
+	memset(&e, 0, sizeof e);
+	/* A chunk at a time: the handler may run on the program's small alternate signal stack. */
+	size_t read = 0;
+	for (uintptr_t a = sp; a - sp < CALLERS_SCAN_BYTES && e.depth < NK__NKP_CALLER_DEPTH; a += 8 * CALLERS_CHUNK_WORDS) {
+		size_t nw = scan_chunk(t, a, &e);
+		read += nw;
+		if (nw < CALLERS_CHUNK_WORDS)
+			break;
+	}
+	if (!read) {
+		atomic_fetch_add_explicit(&n_lost, 1, memory_order_relaxed);
+		return;
 	}
 	if (!e.depth)
 		return;
