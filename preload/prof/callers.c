@@ -8,7 +8,8 @@
  * executable segment of a loaded object just after a call instruction (the bytes before it decode as
  * `call rel32` or one of the `call r/m64` forms).  Not an unwinder: the scan runs inside the SIGSEGV handler,
  * where libgcc's unwinder (it takes the loader's lock and may allocate on first use) is not safe, and it needs
- * no new dependency (libunwind).  A leaf like memset pushes no frame, so the word at the stack pointer is its
+ * no new dependency (libunwind).  The scan stops at the first return address into the main executable (the
+ * analysis names nothing past the program's own frame), so memset called from the program costs two reads.  A leaf like memset pushes no frame, so the word at the stack pointer is its
  * return address; a deeper library call (calloc's memset, a Fortran runtime copy) leaves its own frames' words
  * first, which the analysis skips as not the program's.  The limits: a stale return address left in a
  * library frame's unused slots may come before the real one (the analysis then names a line the program ran
@@ -145,9 +146,10 @@ static size_t read_pieces(struct iovec *local, struct iovec *remote, size_t n, s
 	return got <= 0 ? 0 : (size_t)got / each;
 }
 
-/* Words of the stack from @p a: the return addresses among them appended to @p e.  Returns how many words
- * were read (fewer than asked at the end of the stack's mapping).  AS-safe. */
-static size_t scan_chunk(const struct xtable *t, uintptr_t a, struct nk__nkp_caller *e)
+/* Words of the stack from @p a: the return addresses among them appended to @p e, up to the first one into
+ * the main executable (*@p done set: the analysis names nothing past the program's own frame).  Returns how
+ * many words were read (fewer than asked at the end of the stack's mapping).  AS-safe. */
+static size_t scan_chunk(const struct xtable *t, uintptr_t a, struct nk__nkp_caller *e, int *done)
 {
 	uint64_t words[CALLERS_CHUNK_WORDS];
 	/* in pieces that end at page boundaries, so that the stack's last mapped page ends the read */
@@ -157,7 +159,7 @@ static size_t scan_chunk(const struct xtable *t, uintptr_t a, struct nk__nkp_cal
 	struct iovec rv[2] = { { (void *)a, len0 }, { (void *)cut, sizeof words - len0 } };
 	ssize_t got = process_vm_readv(getpid(), lv, len0 < sizeof words ? 2 : 1, rv, len0 < sizeof words ? 2 : 1, 0);
 	size_t nw = got > 0 ? (size_t)got / 8 : 0;
-	for (size_t i = 0; i < nw && e->depth < NK__NKP_CALLER_DEPTH;) {
+	for (size_t i = 0; i < nw && e->depth < NK__NKP_CALLER_DEPTH && !*done;) {
 		/* candidates: words in an executable segment; the 8 bytes before each checked in one read */
 		uintptr_t cand[CALLERS_CANDIDATES];
 		unsigned char code[CALLERS_CANDIDATES][8];
@@ -172,11 +174,13 @@ static size_t scan_chunk(const struct xtable *t, uintptr_t a, struct nk__nkp_cal
 			cr[nc] = (struct iovec){ (void *)(w - 8), 8 };
 			nc++;
 		}
-		for (size_t k = 0; k < nc && e->depth < NK__NKP_CALLER_DEPTH;) {
+		for (size_t k = 0; k < nc && e->depth < NK__NKP_CALLER_DEPTH && !*done;) {
 			size_t ok = read_pieces(cl + k, cr + k, nc - k, 8);
-			for (size_t q = 0; q < ok && e->depth < NK__NKP_CALLER_DEPTH; q++)
-				if (ends_with_call(code[k + q]))
+			for (size_t q = 0; q < ok && e->depth < NK__NKP_CALLER_DEPTH && !*done; q++)
+				if (ends_with_call(code[k + q])) {
 					e->ret[e->depth++] = cand[k + q];
+					*done = in_ranges(t->exe, t->n_exe, cand[k + q]);
+				}
 			k += ok + 1; /* past the one it could not read */
 		}
 	}
@@ -199,8 +203,10 @@ void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s)
 	memset(&e, 0, sizeof e);
 	/* A chunk at a time: the handler may run on the program's small alternate signal stack. */
 	size_t read = 0;
-	for (uintptr_t a = sp; a - sp < CALLERS_SCAN_BYTES && e.depth < NK__NKP_CALLER_DEPTH; a += 8 * CALLERS_CHUNK_WORDS) {
-		size_t nw = scan_chunk(t, a, &e);
+	int done = 0;
+	for (uintptr_t a = sp; a - sp < CALLERS_SCAN_BYTES && e.depth < NK__NKP_CALLER_DEPTH && !done;
+	     a += 8 * CALLERS_CHUNK_WORDS) {
+		size_t nw = scan_chunk(t, a, &e, &done);
 		read += nw;
 		if (nw < CALLERS_CHUNK_WORDS)
 			break;
