@@ -37,3 +37,15 @@ foreach(s IN ITEMS part report)
       --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:caller_prog> --src ${CMAKE_CURRENT_SOURCE_DIR}/caller_prog.c)
   set_tests_properties(unit.prof.caller.${s} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
+# The same for Fortran: random_number inside libgfortran, an array copy gfortran turns into memcpy.
+include(CheckLanguage)
+check_language(Fortran)
+if(CMAKE_Fortran_COMPILER)
+  enable_language(Fortran)
+  add_executable(caller_f caller_f.f90)
+  set_property(TARGET caller_f PROPERTY COMPILE_OPTIONS -O2 -g)
+  add_test(NAME unit.prof.caller.fortran
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/caller_check.py fortran --nk $<TARGET_FILE:numakit_cli>
+      --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:caller_f> --src ${CMAKE_CURRENT_SOURCE_DIR}/caller_f.f90)
+  set_tests_properties(unit.prof.caller.fortran PROPERTIES LABELS unit TIMEOUT 120)
+endif()
