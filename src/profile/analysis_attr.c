@@ -261,7 +261,7 @@ int nk__an_ft_caller(struct ctx *c, size_t from, size_t to, struct nk__an_var *v
 	/* each entry's first return address in the program's own code, counted; a memo of the addresses asked */
 	struct { uint64_t ret, n; int own; } seen[32];
 	int nseen = 0;
-	for (size_t k = from; k < to; k++) {
+	for (size_t k = from; k < to && c->ips[k].proc == proc && c->ips[k].ip == c->ips[from].ip; k++) {
 		if (!c->ips[k].ft || !c->ips[k].caller || c->ips[k].caller > pd->n_callers)
 			continue;
 		const struct nk__nkp_caller *e = &pd->callers[c->ips[k].caller - 1];

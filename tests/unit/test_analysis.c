@@ -1129,15 +1129,15 @@ static void test_first_touch_caller(void **state)
 	pb_init(&b, M2, 4);
 	/* site 1 (init.c:16): memset from init.c:42 mostly, init.c:49 sometimes; site 2 (init.c:32): the program's
 	 * own loop at init.c:85; site 3 (init.c:48): memset whose entries hold libc's frames only */
-	b.pd.sites = calloc(3, sizeof(*b.pd.sites));
-	for (uint32_t i = 0; i < 3; i++) {
+	b.pd.sites = calloc(4, sizeof(*b.pd.sites));
+	for (uint32_t i = 0; i < 4; i++) {
 		uint64_t *ips = malloc(sizeof(*ips));
 		ips[0] = 0x401101 + 0x100 * i;
 		b.pd.sites[b.pd.n_sites++] = (struct nk__nkp_site_data){ i + 1, 1, ips };
 	}
-	for (uint32_t i = 0; i < 3; i++)
+	for (uint32_t i = 0; i < 4; i++)
 		pb_alloc(&b, BASE + i * (NPAGES * PAGE), NPAGES * PAGE, 10, i + 1, i + 1);
-	struct nk__nkp_caller cl[3 * NPAGES];
+	struct nk__nkp_caller cl[4 * NPAGES];
 	size_t ncl = 0;
 	uint64_t t = 100;
 	for (int v = 0; v < 3; v++)
@@ -1152,8 +1152,20 @@ static void test_first_touch_caller(void **state)
 			e.ret[2] = v == 2 ? libc_ret + 32 : 0x400901;
 			cl[ncl++] = e;
 		}
+	/* site 4 (init.c:64): its most common first-touch instruction (40 pages) called from init.c:42 for 20 and
+	 * init.c:49 for 15; another instruction of memset (24 pages) from init.c:49 only.  The line is the first
+	 * instruction's callers' (42), not a vote over both (49 would win 39 to 20). */
+	for (int pg = 0; pg < NPAGES; pg++, t++) {
+		uint64_t addr = BASE + 3 * (NPAGES * PAGE) + (uint64_t)pg * PAGE;
+		pb_sample(&b, t, addr, pg < 40 ? memset_ip : memset_ip + 0x80, 0, 0, 0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH);
+		if (pg >= 35 && pg < 40)
+			continue;
+		struct nk__nkp_caller e = { .time_ns = t, .addr = addr, .tid = 1000, .depth = 1 };
+		e.ret[0] = pg < 20 ? 0x4002a1 : 0x400311;
+		cl[ncl++] = e;
+	}
 	/* then the threads read it: thread 2 and 3 from node 1, remote */
-	for (int v = 0; v < 3; v++)
+	for (int v = 0; v < 4; v++)
 		for (int th = 0; th < 4; th++)
 			for (int pg = th * 16; pg < th * 16 + 16; pg++)
 				pb_sample(&b, t++, BASE + (uint64_t)v * (NPAGES * PAGE) + (uint64_t)pg * PAGE + 64, 0x400200,
@@ -1180,6 +1192,9 @@ static void test_first_touch_caller(void **state)
 	const struct nk__an_var *v3 = find_var(a, "init.c:48 (init_grid)");
 	assert_string_equal(v3->ft_where, "memset-vec-unaligned-erms.S:336 (__memset_avx2_unaligned_erms)");
 	assert_null(v3->ft_inside);
+	const struct nk__an_var *v4 = find_var(a, "init.c:64 (init_grid)");
+	assert_string_equal(v4->ft_where, "init.c:42 (init_grid)");
+	assert_int_equal(v4->ft_top, 40);
 	/* the JSON report: "where" the program's line, "inside" and "inside_where" added */
 	char *js = NULL;
 	assert_int_equal(nk__report_analysis(a, NK_REPORT_JSON, &js, &err), 0);
