@@ -43,9 +43,27 @@ static void check_profile(const uint8_t *data, size_t size)
 		for (size_t k = 1; k < pd->n_sites; k++)
 			if (pd->sites[k - 1].id >= pd->sites[k].id)
 				abort();
-		for (size_t k = 0; k < pd->n_samples; k++)
-			if (pd->samples[k].sampler < 1 || pd->samples[k].sampler > 3)
+		for (size_t k = 0; k < pd->n_samples; k++) {
+			if (pd->samples[k].sampler < 1 || pd->samples[k].sampler > NK__SAMPLER_TIMER)
 				abort();
+			/* a CALLERS entry found is the sample's own */
+			const struct nk__nkp_caller *e = nk__nkp_find_caller(pd, &pd->samples[k]);
+			if (e && (e->tid != pd->samples[k].tid || e->time_ns != pd->samples[k].time_ns ||
+				  e->addr != pd->samples[k].addr))
+				abort();
+		}
+		/* CALLERS entries: sorted by (tid, time_ns, addr), depth 1..6, exactly depth addresses set */
+		for (size_t k = 0; k < pd->n_callers; k++) {
+			const struct nk__nkp_caller *e = &pd->callers[k], *q = k ? e - 1 : NULL;
+			if (e->depth < 1 || e->depth > NK__NKP_CALLER_DEPTH || e->reserved)
+				abort();
+			for (unsigned d = 0; d < NK__NKP_CALLER_DEPTH; d++)
+				if ((d < e->depth) != (e->ret[d] != 0))
+					abort();
+			if (q && (q->tid > e->tid || (q->tid == e->tid && (q->time_ns > e->time_ns ||
+									   (q->time_ns == e->time_ns && q->addr > e->addr)))))
+				abort();
+		}
 		n += pd->n_samples;
 	}
 	if (n != p->n_samples)

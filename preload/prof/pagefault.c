@@ -201,6 +201,10 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "io_pages", atomic_load(&pf_io_pages), 0);
 	nkp_end_put_kv(buf, cap, &n, "expired", atomic_load(&pf_expired), 0);
 	nkp_end_put_kv(buf, cap, &n, "first_touch_unresolved", atomic_load(&pf_lost), 0);
+	uint64_t callers, callers_lost;
+	nkp_callers_counts(&callers, &callers_lost);
+	nkp_end_put_kv(buf, cap, &n, "callers", callers, 0);
+	nkp_end_put_kv(buf, cap, &n, "callers_lost", callers_lost, 0);
 	nkp_end_put_kv(buf, cap, &n, "revoked_at_end", atomic_load(&pf_out), 0);
 	nkp_end_put_kv(buf, cap, &n, "cost_ns", atomic_load(&pf_cost_ns), 0);
 	nkp_end_put_kv(buf, cap, &n, "excluded_ranges", atomic_load(&pf_n_excl), 0);

@@ -221,8 +221,11 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	}
 	atomic_fetch_add_explicit(&pf_faults, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&nkp.sampling, memory_order_relaxed)) {
-		if (s.flags & NK__SF_FIRST_TOUCH)
+		/* A first touch inside a library (memset, memcpy): who called it (callers.c). */
+		if (s.flags & NK__SF_FIRST_TOUCH) {
 			atomic_fetch_add_explicit(&pf_ft_samples, 1, memory_order_relaxed);
+			nkp_callers_note(uctx, &s);
+		}
 		pf_deliver(&s);
 	}
 	pf_cost(nkp_now() - t0 + atomic_load_explicit(&pf_trap_ns, memory_order_relaxed));

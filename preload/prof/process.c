@@ -461,6 +461,8 @@ NKP_EXPORT void *dlopen(const char *file, int mode)
 	void *h = real_dlopen(file, mode);
 	if (h && nkp.active && !nkp_tls_busy) {
 		nkp_alloc_rescan();
+		if (nkp.sampler == NK__SAMPLER_PAGEFAULT)
+			nkp_callers_scan_objects();
 		nkp_write_maps();
 	}
 	return h;

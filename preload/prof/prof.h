@@ -265,6 +265,19 @@ size_t nkp_pf_end_json(char *buf, size_t cap);
 /** Optional (runtime.c calls it only when defined): pages of [addr, addr+len) may have moved (nk_apply). */
 void nkp_pf_moved(uintptr_t addr, size_t len);
 
+/* ---- callers.c: the callers of first touches made inside a library (issue 16) ---- */
+/** The executable segments of the loaded objects, again (at the sampler's start, after dlopen).  Not AS-safe. */
+void nkp_callers_scan_objects(void);
+/** pf_fault.c, for a first-touch sample @p s whose fault context is @p uctx: when its ip is outside the main
+ * executable, the return addresses on the stack, kept for a CALLERS record.  AS-safe. */
+void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s);
+/** The entries kept, as CALLERS records (the ring's drain, under the writer lock). */
+void nkp_callers_drain(void);
+/** Entries kept so far, and first touches whose callers were lost (table full, stack unreadable). */
+void nkp_callers_counts(uint64_t *noted, uint64_t *lost);
+/** In the child after fork. */
+void nkp_callers_after_fork(void);
+
 /* ---- trace.c ----
  * the runtime core calls: nkp_trace_start() when NK_PROF_SAMPLER=trace, after the
  * part is open; nkp_trace_stop() before END; nkp_trace_moved() from

@@ -1,7 +1,8 @@
 /*
  * The sample ring: a lock-free multi-producer queue the samplers fill from any thread or signal handler
  * (nkp_emit), the sample budget, and the flusher thread that drains it into the part under the writer lock.
- * It must stay AS-safe and allocation-free on the producer side, and it writes no record but SAMPLES.
+ * It must stay AS-safe and allocation-free on the producer side, and it writes no record but SAMPLES (and
+ * callers.c's CALLERS, drained with them).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -139,8 +140,10 @@ size_t nkp_ring_drain(void)
 			atomic_store_explicit(&sl->seq, ring_tail + RING_CAP, memory_order_release);
 			ring_tail++;
 		}
-		if (!n)
+		if (!n) {
+			nkp_callers_drain(); /* after the samples they belong to, when those were ready */
 			return total;
+		}
 		total += n;
 		(void)nk__nkp_write(&nkp_wr, NK__NKP_SAMPLES, drain_buf, n * sizeof drain_buf[0]);
 	}
@@ -149,6 +152,7 @@ size_t nkp_ring_drain(void)
 void nkp_ring_after_fork(void)
 {
 	nkp_ring_reset();
+	nkp_callers_after_fork();
 	atomic_store(&nkp_n_samples, 0);
 	atomic_store(&nkp_n_dropped, 0);
 	atomic_store(&n_weighted, 0);

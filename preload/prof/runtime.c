@@ -393,8 +393,10 @@ __attribute__((constructor(101))) static void nkp_init(void)
 	nkp_process_install(); /* fork handlers, atexit */
 	nkp_flusher_start();
 	nkp_leave();
-	if (nkp.sampler == NK__SAMPLER_PAGEFAULT)
+	if (nkp.sampler == NK__SAMPLER_PAGEFAULT) {
+		nkp_callers_scan_objects();
 		nkp_pf_start();
+	}
 	else if (nkp.sampler == NK__SAMPLER_TRACE)
 		nkp_trace_start();
 	else if (nkp.sampler == NK__SAMPLER_TIMER)

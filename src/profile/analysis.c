@@ -61,6 +61,8 @@ static void var_free(struct nk__an_var *v)
 	free(v->acc_page);
 	free(v->pages_on);
 	free(v->ft_where);
+	free(v->ft_inside);
+	free(v->ft_inside_where);
 	free(v->explain);
 	for (int k = 0; k < v->n_lines; k++)
 		free(v->lines[k].where);

@@ -110,7 +110,10 @@ struct nk__an_var {
 	/* first touch: the most common instruction among NK__SF_FIRST_TOUCH samples */
 	uint64_t ft_samples;  /* first-touch samples of the variable */
 	uint64_t ft_top;      /* of them at ft_where */
-	char *ft_where;       /* NULL when no first-touch sample */
+	char *ft_where;       /* NULL when no first-touch sample; when the instruction was in a library (memset),
+			       * the program's own line that called it, from the CALLERS records (issue 16) */
+	char *ft_inside;      /* that library function, "memset (libc)"; NULL when ft_where is the instruction */
+	char *ft_inside_where; /* the instruction's own text then ("memset-vec-unaligned-erms.S:336 (...)") */
 	int ft_thread;        /* index into nk__analysis.threads, -1 unknown */
 	int ft_node;          /* node id the first touches placed pages on, -1 unknown */
 	struct nk__an_line lines[NK__AN_TOP_LINES]; /* by remote accesses, descending */

@@ -424,6 +424,8 @@ int nk__an_lines(struct ctx *c, int *nidx)
 			v->ft_where = nk__an_ip_text(c->ops, c->syms ? c->syms[proc] : NULL, ip);
 			if (!v->ft_where)
 				rc = NK_ENOMEM;
+			else
+				rc = nk__an_ft_caller(c, ft_at, j, v);
 		}
 		qsort(ag, nag, sizeof(*ag), cmp_ipagg);
 		/* symbolise the first 4*TOP, merge equal texts, keep TOP */

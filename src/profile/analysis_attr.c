@@ -206,6 +206,113 @@ static int runtime_object(const char *obj)
 	return 0;
 }
 
+/*
+ * The program's own code (issue 16): an object that is a file outside the system's library folders and not a
+ * runtime skipped when naming sites.  Frames elsewhere (libc's memset, libgfortran's copies, the vDSO) are
+ * what a first touch is made inside of, not where the program asked for it.
+ */
+static int own_object(const char *obj)
+{
+	static const char *const sys[] = { "/lib/", "/lib32/", "/lib64/", "/usr/lib/", "/usr/lib32/", "/usr/lib64/",
+					   "/usr/libexec/" };
+	if (!obj || obj[0] != '/' || runtime_object(obj))
+		return 0;
+	for (size_t i = 0; i < sizeof sys / sizeof sys[0]; i++)
+		if (!strncmp(obj, sys[i], strlen(sys[i])))
+			return 0;
+	return 1;
+}
+
+/* "memset (libc)" for glibc's "__memset_avx2_unaligned_erms" in libc.so.6: the name the program called. */
+static char *inside_text(const struct nk__sym_loc *l)
+{
+	static const char *const variants[] = { "avx", "sse", "evex", "erms", "ssse3", "unaligned", "aligned",
+						"generic", "rtm", "chk" };
+	const char *obj = l->object ? base_name(l->object) : "?";
+	int ol = (int)(strstr(obj, ".so") ? strstr(obj, ".so") - obj : (ptrdiff_t)strlen(obj));
+	if (!l->function)
+		return nk__aprintf("%.*s", ol, obj);
+	const char *f = l->function;
+	int fl = (int)strlen(f);
+	if (!strncmp(f, "__", 2) && f[2]) {
+		const char *u = strchr(f + 2, '_');
+		for (size_t i = 0; u && i < sizeof variants / sizeof variants[0]; i++)
+			if (!strncmp(u + 1, variants[i], strlen(variants[i]))) {
+				f += 2;
+				fl = (int)(u - f);
+				break;
+			}
+	}
+	return nk__aprintf("%.*s (%.*s)", fl, f, ol, obj);
+}
+
+int nk__an_ft_caller(struct ctx *c, size_t from, size_t to, struct nk__an_var *v)
+{
+	uint32_t proc = c->ips[from].proc;
+	nk__symtab *s = c->syms ? c->syms[proc] : NULL;
+	const struct nk__nkp_process_data *pd = &c->p->procs[proc];
+	struct nk__sym_loc l;
+
+	if (!s || !pd->n_callers)
+		return 0;
+	memset(&l, 0, sizeof l);
+	if (c->ops->ip(s, c->ips[from].ip, &l) && own_object(l.object))
+		return 0;
+	/* each entry's first return address in the program's own code, counted; a memo of the addresses asked */
+	struct { uint64_t ret, n; int own; } seen[32];
+	int nseen = 0;
+	for (size_t k = from; k < to && c->ips[k].proc == proc && c->ips[k].ip == c->ips[from].ip; k++) {
+		if (!c->ips[k].ft || !c->ips[k].caller || c->ips[k].caller > pd->n_callers)
+			continue;
+		const struct nk__nkp_caller *e = &pd->callers[c->ips[k].caller - 1];
+		for (unsigned d = 0; d < e->depth && d < NK__NKP_CALLER_DEPTH; d++) {
+			int q = 0;
+			while (q < nseen && seen[q].ret != e->ret[d])
+				q++;
+			if (q == nseen) {
+				struct nk__sym_loc cl;
+				memset(&cl, 0, sizeof cl);
+				int own = e->ret[d] > 1 && c->ops->ip(s, e->ret[d] - 1, &cl) && own_object(cl.object);
+				if (nseen == (int)(sizeof seen / sizeof seen[0])) {
+					if (!own)
+						continue;
+					q = nseen - 1; /* memo full: the last slot is reused */
+				} else {
+					nseen++;
+				}
+				seen[q].ret = e->ret[d];
+				seen[q].n = 0;
+				seen[q].own = own;
+			}
+			if (seen[q].own) {
+				seen[q].n++;
+				break;
+			}
+		}
+	}
+	int best = -1;
+	for (int q = 0; q < nseen; q++)
+		if (seen[q].own && seen[q].n &&
+		    (best < 0 || seen[q].n > seen[best].n || (seen[q].n == seen[best].n && seen[q].ret < seen[best].ret)))
+			best = q;
+	if (best < 0)
+		return 0;
+	/* the call instruction is before the return address */
+	char *where = nk__an_ip_text(c->ops, s, seen[best].ret - 1);
+	char *inside = inside_text(&l);
+	if (!where || !inside) {
+		free(where);
+		free(inside);
+		return NK_ENOMEM;
+	}
+	free(v->ft_inside_where);
+	free(v->ft_inside);
+	v->ft_inside_where = v->ft_where;
+	v->ft_where = where;
+	v->ft_inside = inside;
+	return 0;
+}
+
 static char *loc_text(const struct nk__sym_loc *l, uint64_t ip)
 {
 	if (l->file && l->line > 0)
@@ -547,6 +654,11 @@ int nk__an_attribute_all(struct ctx *c)
 			ip->remote = r->where == 1;
 			ip->ft = (sm->flags & NK__SF_FIRST_TOUCH) != 0;
 			ip->pnode = sm->page_node;
+			ip->caller = 0;
+			if (ip->ft && pd->n_callers) {
+				const struct nk__nkp_caller *ce = nk__nkp_find_caller(pd, sm);
+				ip->caller = ce ? (uint32_t)(ce - pd->callers) + 1 : 0;
+			}
 			nft += ip->ft;
 			if (c->only_phase < 0) {
 				struct nk__an_sample *as = &c->a->attr[c->a->n_attr++];

@@ -65,7 +65,8 @@ int nk__an_diagnose(struct nk__analysis *a, struct nk__an_var *v)
 	snprintf(ci, sizeof ci, "%.1f%% [%.1f, %.1f]", 100 * rshare, 100 * v->ci_lo, 100 * v->ci_hi);
 	if (v->ft_where) {
 		const char *tl = v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "an unknown thread";
-		snprintf(ft, sizeof(ft), "; initialised by %s at %s", tl, v->ft_where);
+		snprintf(ft, sizeof(ft), "; initialised by %s at %s%s%s", tl, v->ft_where, v->ft_inside ? ", inside " : "",
+			 v->ft_inside ? v->ft_inside : "");
 	}
 	v->policy = NULL;
 	if (v->diag == NK__DIAG_FEW_SAMPLES || v->diag == NK__DIAG_FINE)

@@ -82,6 +82,7 @@ struct iprec {
 	uint32_t var, proc, thread, w;
 	uint8_t remote, ft;
 	int16_t pnode;
+	uint32_t caller; /* first touch: index + 1 of its CALLERS entry in its process's callers, 0 none */
 };
 
 struct blk {
@@ -167,6 +168,14 @@ int nk__an_attribute_all(struct ctx *c);
 int nk__an_mark_init(struct ctx *c);
 /** "file.c:42 (function)" of @p ip (or its address), malloc'ed; NULL out of memory. */
 char *nk__an_ip_text(const struct nk__an_symops *ops, nk__symtab *s, uint64_t ip);
+/**
+ * The first touches of the instruction at c->ips[from] (the run of its process and ip, before @p to) made in
+ * a library: the program's own line that called it, most common among their CALLERS entries, into
+ * v->ft_where (replacing the instruction's text, which moves to v->ft_inside_where) and the library function
+ * into v->ft_inside.
+ * Nothing changes when the instruction is the program's own or no entry names a frame of it.  0 or NK_ENOMEM.
+ */
+int nk__an_ft_caller(struct ctx *c, size_t from, size_t to, struct nk__an_var *v);
 /** Thread of (proc, tid), created with THREAD index @p index (-1 unknown).  Index or NK_ENOMEM. */
 int nk__an_thread_get(struct ctx *c, uint32_t proc, uint32_t tid, int index);
 

@@ -78,6 +78,9 @@ enum nk__nkp_type {
 	NK__NKP_COMM = 16,    /* struct nk__nkp_comm + n struct nk__nkp_comm_peer: what an MPI process sent to each
 			       * peer (the PMPI wrappers, preload/mpi/pmpi.c); at most one per process, before END,
 			       * written with NK__NKP_OPTIONAL (a reader without it loses only the traffic) */
+	NK__NKP_CALLERS = 17, /* an array of struct nk__nkp_caller: the return addresses on the stack of first touches
+			       * made inside a library (pagefault sampler), batched; written with NK__NKP_OPTIONAL (a
+			       * reader without it names the library's line, as before) */
 };
 
 /*
@@ -187,6 +190,23 @@ struct nk__nkp_comm_peer {
 	uint64_t bytes;
 };
 
+/*
+ * The callers of a first touch made outside the program's own code (memset, memcpy, a Fortran runtime copy
+ * writing a fresh page): return addresses found on the faulting thread's stack, innermost first, that each
+ * follow a call instruction (docs/profile.md, "Who first touched it").  An entry belongs to the sample of its
+ * process with the same tid, time_ns and addr; an entry without one (its sample dropped) is ignored.  The
+ * analysis names the first of them in the program's own code.
+ */
+#define NK__NKP_CALLER_DEPTH 6
+struct nk__nkp_caller {
+	uint64_t time_ns; /* the sample's */
+	uint64_t addr;    /* the sample's */
+	uint32_t tid;     /* the sample's */
+	uint16_t depth;   /* 1..NK__NKP_CALLER_DEPTH: ret[0 .. depth-1] are non-zero, the rest 0 */
+	uint16_t reserved; /* 0 */
+	uint64_t ret[NK__NKP_CALLER_DEPTH];
+};
+
 /* A name given to a range by the program (nk_profile_name) or by numakit (arrays). */
 struct nk__nkp_name {
 	uint64_t addr;
@@ -263,6 +283,7 @@ _Static_assert(sizeof(struct nk__nkp_alloc) == 40, "alloc layout");
 _Static_assert(sizeof(struct nk__nkp_free) == 24, "free layout");
 _Static_assert(sizeof(struct nk__nkp_block) == 32, "block layout");
 _Static_assert(sizeof(struct nk__nkp_phase) == 16, "phase layout");
+_Static_assert(sizeof(struct nk__nkp_caller) == 72, "caller layout");
 #endif
 
 /* ------------------------------------------------------------------------
@@ -312,6 +333,8 @@ struct nk__nkp_process_data {
 	size_t n_phases;
 	struct nk__nkp_sample *samples; /* in record order */
 	size_t n_samples;
+	struct nk__nkp_caller *callers; /* CALLERS entries, sorted by (tid, time_ns, addr) */
+	size_t n_callers;
 	int has_comm;                   /* a COMM record was read: */
 	struct nk__nkp_comm comm;
 	struct nk__nkp_comm_peer *peers; /* comm.n of them */
@@ -344,6 +367,9 @@ int nk__nkp_parse(const void *data, size_t len, struct nk__nkp_profile **out, nk
 /** Read and validate a merged profile file (NK_ENOENT, NK_EIO, and as nk__nkp_parse). */
 int nk__nkp_load(const char *path, struct nk__nkp_profile **out, nk_error *err);
 void nk__nkp_free(struct nk__nkp_profile *p);
+/** The CALLERS entry of sample @p s of process @p pd (same tid, time_ns, addr), NULL when none. */
+const struct nk__nkp_caller *nk__nkp_find_caller(const struct nk__nkp_process_data *pd,
+						 const struct nk__nkp_sample *s);
 
 /** Number of runs of @p p (1 for a profile built by hand with n_runs 0). */
 size_t nk__nkp_n_runs(const struct nk__nkp_profile *p);

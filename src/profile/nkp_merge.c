@@ -346,6 +346,8 @@ static uint64_t time_of(uint32_t type, const unsigned char *pl, size_t len)
 		memcpy(&t, pl, sizeof t);
 	else if (type == NK__NKP_SAMPLES && len)
 		memcpy(&t, pl + len - sizeof(struct nk__nkp_sample), sizeof t);
+	else if (type == NK__NKP_CALLERS && len)
+		memcpy(&t, pl + len - sizeof(struct nk__nkp_caller), sizeof t);
 	else if (type == NK__NKP_BLOCKS && len)
 		memcpy(&t, pl + len - sizeof(struct nk__nkp_block) + offsetof(struct nk__nkp_block, time_ns), sizeof t);
 	return t;
@@ -395,6 +397,7 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 		return rc;
 	for (pos = pt->first; pos < pt->keep; pos += sizeof h + (size_t)h.length) {
 		memcpy(&h, d + pos, sizeof h);
+		uint32_t written = h.type; /* copied with its optional bit: older readers skip what they do not know */
 		h.type = base_type(h.type);
 		const unsigned char *pl = d + pos + sizeof h;
 		size_t len = (size_t)h.length;
@@ -450,6 +453,7 @@ static int emit_part(struct out *o, struct emit_ctx *c, struct part *pt, struct 
 			continue;
 		}
 		struct nk__nkp_record_header copy = h;
+		copy.type = written;
 		if ((rc = put(o, &copy, sizeof copy)) || (rc = put(o, pl, len)))
 			return rc;
 		o->records++;

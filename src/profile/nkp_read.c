@@ -31,6 +31,7 @@ static const char *const type_names[] = {
 	[NK__NKP_SITE] = "SITE",       [NK__NKP_ALLOC] = "ALLOC",     [NK__NKP_FREE] = "FREE",
 	[NK__NKP_NAME] = "NAME",       [NK__NKP_PHASE] = "PHASE",     [NK__NKP_SAMPLES] = "SAMPLES",
 	[NK__NKP_END] = "END",	       [NK__NKP_TRAILER] = "TRAILER", [NK__NKP_BLOCKS] = "BLOCKS", [NK__NKP_COMM] = "COMM",
+	[NK__NKP_CALLERS] = "CALLERS",
 };
 
 const char *nk__nkp_type_name(uint32_t type)
@@ -185,6 +186,24 @@ int nk__nkp_check_payload(uint32_t type, const unsigned char *p, size_t len, cha
 		}
 		return 0;
 	}
+	case NK__NKP_CALLERS: {
+		struct nk__nkp_caller e;
+		if (!len || len % sizeof e)
+			return why_fmt(why, n, "length %zu is not a positive multiple of %zu", len, sizeof e);
+		for (size_t i = 0; i < len / sizeof e; i++) {
+			memcpy(&e, p + i * sizeof e, sizeof e);
+			if (e.depth < 1 || e.depth > NK__NKP_CALLER_DEPTH)
+				return why_fmt(why, n, "entry %zu: depth %u out of range (1..%d)", i, e.depth,
+					       NK__NKP_CALLER_DEPTH);
+			if (e.reserved)
+				return why_fmt(why, n, "entry %zu: reserved field %u (0 in version 1)", i, e.reserved);
+			for (unsigned k = 0; k < NK__NKP_CALLER_DEPTH; k++)
+				if ((k < e.depth) != (e.ret[k] != 0))
+					return why_fmt(why, n, "entry %zu: return address %u is %s (depth %u)", i, k,
+						       e.ret[k] ? "set beyond the depth" : "0", e.depth);
+		}
+		return 0;
+	}
 	case NK__NKP_NAME:
 		if (len < sizeof(struct nk__nkp_name))
 			return why_fmt(why, n, "length %zu, less than %zu", len, sizeof(struct nk__nkp_name));
@@ -252,7 +271,7 @@ struct rd {
 	int state;
 	uint64_t records, proc_off;
 	/* the open section: capacities of its process's arrays and what its END checks */
-	size_t cap_maps, cap_threads, cap_allocs, cap_frees, cap_names, cap_phases, cap_samples;
+	size_t cap_maps, cap_threads, cap_allocs, cap_frees, cap_names, cap_phases, cap_samples, cap_callers;
 	struct tsite *sites;
 	size_t n_sites, cap_sites;
 	uint64_t *alloc_off;
@@ -332,6 +351,7 @@ static void free_proc(struct nk__nkp_process_data *pd)
 		free(pd->phases[i].name);
 	free(pd->phases);
 	free(pd->samples);
+	free(pd->callers);
 }
 
 void nk__nkp_free(struct nk__nkp_profile *p)
@@ -363,6 +383,24 @@ static int cmp_site(const void *key, const void *elem)
 {
 	uint32_t id = *(const uint32_t *)key, e = ((const struct nk__nkp_site_data *)elem)->id;
 	return id < e ? -1 : id > e;
+}
+
+static int cmp_caller(const void *a, const void *b)
+{
+	const struct nk__nkp_caller *x = a, *y = b;
+	int c;
+	if ((c = NK__CMP(x->tid, y->tid)) || (c = NK__CMP(x->time_ns, y->time_ns)))
+		return c;
+	return NK__CMP(x->addr, y->addr);
+}
+
+const struct nk__nkp_caller *nk__nkp_find_caller(const struct nk__nkp_process_data *pd,
+						 const struct nk__nkp_sample *s)
+{
+	if (!pd || !s || !pd->n_callers)
+		return NULL;
+	struct nk__nkp_caller key = { .time_ns = s->time_ns, .addr = s->addr, .tid = s->tid };
+	return bsearch(&key, pd->callers, pd->n_callers, sizeof *pd->callers, cmp_caller);
 }
 
 static int phase_declared(const struct rd *r, uint16_t id)
@@ -400,6 +438,8 @@ static int close_section(struct rd *r, uint64_t end_off)
 				    "site %" PRIu32 " is not declared by a SITE record of process %" PRIu32, site,
 				    pd->info.pid);
 	}
+	if (pd->n_callers) /* looked up by sample (nk__nkp_find_caller) */
+		qsort(pd->callers, pd->n_callers, sizeof *pd->callers, cmp_caller);
 	for (size_t i = 0, k = 0; i < pd->n_samples; i++) {
 		if (phase_declared(r, pd->samples[i].phase))
 			continue;
@@ -491,7 +531,7 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 		p->runs[p->n_runs - 1].n_procs++;
 		memcpy(&pd->info, pl, sizeof pd->info);
 		r->cap_maps = r->cap_threads = r->cap_allocs = r->cap_frees = 0;
-		r->cap_names = r->cap_phases = r->cap_samples = 0;
+		r->cap_names = r->cap_phases = r->cap_samples = r->cap_callers = 0;
 		r->proc_off = off;
 		r->state = ST_META;
 		return 0;
@@ -571,6 +611,14 @@ static int take(struct rd *r, uint64_t off, uint32_t type, const unsigned char *
 		pd->comm = c;
 		pd->peers = v;
 		pd->has_comm = 1;
+		return 0;
+	}
+	case NK__NKP_CALLERS: {
+		size_t k = len / sizeof(struct nk__nkp_caller);
+		if (reserve(&pd->callers, &r->cap_callers, pd->n_callers, k, sizeof *pd->callers))
+			return oom(r);
+		memcpy(pd->callers + pd->n_callers, pl, len);
+		pd->n_callers += k;
 		return 0;
 	}
 	case NK__NKP_NAME: {

@@ -645,6 +645,10 @@ static json_t *var_json(const struct nk__analysis *a, const struct nk__an_var *v
 		json_object_set_new(ft, "node", json_integer(v->ft_node));
 		json_object_set_new(ft, "samples", json_integer((json_int_t)v->ft_top));
 		json_object_set_new(ft, "of", json_integer((json_int_t)v->ft_samples));
+		/* issue 16: a first touch inside a library (memset) names the program's line that called it in
+		 * "where"; the library function and its own instruction here, null otherwise */
+		json_object_set_new(ft, "inside", v->ft_inside ? json_string(v->ft_inside) : json_null());
+		json_object_set_new(ft, "inside_where", v->ft_inside_where ? json_string(v->ft_inside_where) : json_null());
 	}
 	json_object_set_new(o, "first_touch", ft);
 	for (int k = 0; k < v->n_lines; k++) {
@@ -1026,7 +1030,13 @@ static void html_report(const struct nk__analysis *a, struct nk__strbuf *b)
 				nk__html_esc(b, v->ft_thread >= 0 ? a->threads[v->ft_thread].label : "?");
 				nk__strbuf_printf(b, " at <code>");
 				nk__html_esc(b, v->ft_where);
-				nk__strbuf_printf(b, "</code> (node %d)", v->ft_node);
+				nk__strbuf_printf(b, "</code>");
+				if (v->ft_inside) {
+					nk__strbuf_printf(b, ", inside <code>");
+					nk__html_esc(b, v->ft_inside);
+					nk__strbuf_printf(b, "</code>");
+				}
+				nk__strbuf_printf(b, " (node %d)", v->ft_node);
 			}
 			nk__strbuf_printf(b, "</td></tr>\n");
 		}

@@ -9,10 +9,12 @@ import sys
 
 TYPES = {1: "RUN", 2: "MACHINE", 3: "PROCESS", 4: "META", 5: "MAPS", 6: "THREAD", 7: "SITE", 8: "ALLOC",
          9: "FREE", 10: "NAME", 11: "PHASE", 12: "SAMPLES", 13: "END", 14: "TRAILER", 15: "BLOCKS",
-         16: "COMM"}
+         16: "COMM", 17: "CALLERS"}
 SAMPLE = struct.Struct("<QQQIIIhhhHBBBB")
 BLOCK = struct.Struct("<QQIIIHH")  # small-block events (--small-blocks): addr, time, size, site, tid, kind, reserved
 assert BLOCK.size == 32
+CALLER = struct.Struct("<QQIHH6Q")  # CALLERS entries: time, addr, tid, depth, reserved, 6 return addresses
+assert CALLER.size == 72
 assert SAMPLE.size == 48
 
 
@@ -64,6 +66,15 @@ def decode(t, p):
             raise PartError("BLOCKS length")
         return name, [dict(zip(("addr", "time_ns", "size", "site", "tid", "kind", "reserved"),
                                BLOCK.unpack_from(p, o))) for o in range(0, len(p), BLOCK.size)]
+    if name == "CALLERS":
+        if len(p) % CALLER.size:
+            raise PartError("CALLERS length")
+        out = []
+        for o in range(0, len(p), CALLER.size):
+            v = CALLER.unpack_from(p, o)
+            out.append({"time_ns": v[0], "addr": v[1], "tid": v[2], "depth": v[3], "reserved": v[4],
+                        "ret": list(v[5:5 + v[3]]), "rest": list(v[5 + v[3]:])})
+        return name, out
     return name, p
 
 

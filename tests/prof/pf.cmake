@@ -24,3 +24,28 @@ target_include_directories(pf_unit PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_S
 target_link_libraries(pf_unit PRIVATE numakit_rtsupport Threads::Threads ${CMAKE_DL_LIBS} m)
 add_test(NAME unit.prof.pf.unit COMMAND pf_unit)
 set_tests_properties(unit.prof.pf.unit PROPERTIES LABELS unit TIMEOUT 60)
+
+# First touches made inside a library name the program's own line (issue 16; preload/prof/callers.c, the
+# analysis's nk__an_ft_caller): caller_prog.c calls memset and memcpy through the PLT, as a benchmark does;
+# -O2 with the size read through a volatile, so that they are calls, not inline stores.
+add_executable(caller_prog caller_prog.c)
+target_compile_options(caller_prog PRIVATE -O2 -g)
+target_link_libraries(caller_prog PRIVATE Threads::Threads)
+foreach(s IN ITEMS part report)
+  add_test(NAME unit.prof.caller.${s}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/caller_check.py ${s} --nk $<TARGET_FILE:numakit_cli>
+      --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:caller_prog> --src ${CMAKE_CURRENT_SOURCE_DIR}/caller_prog.c)
+  set_tests_properties(unit.prof.caller.${s} PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()
+# The same for Fortran: random_number inside libgfortran, an array copy gfortran turns into memcpy.
+include(CheckLanguage)
+check_language(Fortran)
+if(CMAKE_Fortran_COMPILER)
+  enable_language(Fortran)
+  add_executable(caller_f caller_f.f90)
+  set_property(TARGET caller_f PROPERTY COMPILE_OPTIONS -O2 -g)
+  add_test(NAME unit.prof.caller.fortran
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/caller_check.py fortran --nk $<TARGET_FILE:numakit_cli>
+      --lib $<TARGET_FILE:numakit_prof> --prog $<TARGET_FILE:caller_f> --src ${CMAKE_CURRENT_SOURCE_DIR}/caller_f.f90)
+  set_tests_properties(unit.prof.caller.fortran PROPERTIES LABELS unit TIMEOUT 120)
+endif()

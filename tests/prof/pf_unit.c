@@ -40,6 +40,19 @@ int nkp_emit(const struct nk__nkp_sample *s)
 		got[i] = *s;
 	return 0;
 }
+/* callers.c's entry points: the fault path asks for the callers of first touches only */
+static atomic_uint n_callers_noted;
+void nkp_callers_note(const void *uctx, const struct nk__nkp_sample *s)
+{
+	(void)uctx;
+	if (s->flags & NK__SF_FIRST_TOUCH)
+		atomic_fetch_add(&n_callers_noted, 1);
+}
+void nkp_callers_counts(uint64_t *noted, uint64_t *lost)
+{
+	*noted = atomic_load(&n_callers_noted);
+	*lost = 0;
+}
 uint32_t nkp_budget_halvings(void)
 {
 	return 0;
@@ -182,8 +195,11 @@ static void test_fault_path(void)
 	/* First touch by a write: the handler places the page (from this thread, as the instruction would) and
 	 * the sample goes out at once with its node. */
 	before = atomic_load(&n_got);
+	unsigned noted = atomic_load(&n_callers_noted);
+	CHECK(noted == 0); /* the visits above were no first touches: no callers asked for */
 	v[40 * pf_ps] = 1;
 	CHECK(atomic_load(&n_got) == before + 1);
+	CHECK(atomic_load(&n_callers_noted) == noted + 1); /* callers.c is asked who called (issue 16) */
 	CHECK(got[before].flags == (NK__SF_FIRST_TOUCH | NK__SF_NEW_BLOCK) && got[before].page_node >= 0 &&
 	      got[before].access == NK__ACC_WRITE && got[before].weight == atomic_load(&pf_cur_w));
 	CHECK(v[40 * pf_ps] == 1);
@@ -205,6 +221,7 @@ static void test_fault_path(void)
 	CHECK(v[44 * pf_ps] == 44); /* a read */
 	v[45 * pf_ps + 1] = 1;      /* a write */
 	CHECK(atomic_load(&n_got) == before + 2);
+	CHECK(atomic_load(&n_callers_noted) == noted + 2); /* the two first touches above, not these visits */
 	for (unsigned i = before; i < before + 2; i++)
 		CHECK(!(got[i].flags & NK__SF_FIRST_TOUCH) && got[i].page_node >= 0 && got[i].page_node == status[0]);
 	CHECK(v[45 * pf_ps] == 45 && v[45 * pf_ps + 1] == 1);
@@ -486,7 +503,7 @@ int main(void)
 	test_retry_regiven();
 	test_sampler_thread();
 	test_visits();
-	char js[1024];
+	char js[1024]; /* part.c gives it 8 KiB */
 	size_t jn = nkp_pf_end_json(js, sizeof js);
 	CHECK(jn > 0 && jn == strlen(js) && !strncmp(js, "\"faults\": ", 10) && strstr(js, "\"pagefault\": {") &&
 	      js[jn - 1] == '}');

@@ -456,6 +456,66 @@ static void bad_comm_many(struct fb *f) { comm_rec(f, 0, 1, 3, 2); }
 static void bad_comm_peer(struct fb *f) { comm_rec(f, 0, 2, 2, 2); }
 static void bad_comm_twice(struct fb *f) { good_comm(f); good_comm(f); }
 static void nothing(struct fb *f) { (void)f; }
+/* CALLERS (issue 16): entries of fb_body's samples at 30 and 12 (out of order), and one without a sample */
+static struct nk__nkp_caller caller_of(uint64_t t, uint16_t depth)
+{
+	struct nk__nkp_sample s = smp(t, 0);
+	struct nk__nkp_caller e = { .time_ns = t, .addr = s.addr, .tid = s.tid, .depth = depth };
+	for (uint16_t k = 0; k < depth && k < NK__NKP_CALLER_DEPTH; k++)
+		e.ret[k] = 0x401005 + 0x100 * k;
+	return e;
+}
+static void callers_rec(struct fb *f, const struct nk__nkp_caller *e, size_t n)
+{
+	fb_rec(f, NK__NKP_CALLERS | NK__NKP_OPTIONAL, e, n * sizeof *e);
+}
+static void good_callers(struct fb *f)
+{
+	struct nk__nkp_caller e[3] = { caller_of(30, 2), caller_of(12, 6), caller_of(99, 1) };
+	fb_body(f);
+	callers_rec(f, e, 3);
+}
+static void bad_callers_len(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 1);
+	fb_rec(f, NK__NKP_CALLERS | NK__NKP_OPTIONAL, &e, sizeof e - 8);
+}
+static void bad_callers_empty(struct fb *f) { callers_rec(f, NULL, 0); }
+static void bad_callers_depth0(struct fb *f)
+{
+	struct nk__nkp_caller e[2] = { caller_of(12, 1), caller_of(30, 0) };
+	callers_rec(f, e, 2);
+}
+static void bad_callers_depth7(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 7);
+	callers_rec(f, &e, 1);
+}
+static void bad_callers_reserved(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 1);
+	e.reserved = 2;
+	callers_rec(f, &e, 1);
+}
+static void bad_callers_zero(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 3);
+	e.ret[1] = 0;
+	callers_rec(f, &e, 1);
+}
+static void bad_callers_beyond(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 2);
+	e.ret[4] = 0x401000;
+	callers_rec(f, &e, 1);
+}
+static void bad_callers_outside(struct fb *f)
+{
+	struct nk__nkp_caller e = caller_of(12, 1);
+	fb_end(f);
+	callers_rec(f, &e, 1);
+	fb_proc(f, 101, 2000);
+}
 
 static void test_body_errors(void **state)
 {
@@ -506,6 +566,16 @@ static void test_body_errors(void **state)
 	expect_body_err(bad_comm_peer, NK_EPARSE, "COMM record: peer 1: rank 2 kind 1 out of range");
 	expect_body_err(bad_comm_twice, NK_EPARSE, "COMM record: a second COMM record for process 100");
 	expect_body_err(nothing, 0, "");
+	expect_body_err(good_callers, 0, "");
+	expect_body_err(bad_callers_len, NK_EPARSE, "CALLERS record: length 64 is not a positive multiple of 72");
+	expect_body_err(bad_callers_empty, NK_EPARSE, "CALLERS record: length 0 is not a positive multiple of 72");
+	expect_body_err(bad_callers_depth0, NK_EPARSE, "CALLERS record: entry 1: depth 0 out of range (1..6)");
+	expect_body_err(bad_callers_depth7, NK_EPARSE, "CALLERS record: entry 0: depth 7 out of range (1..6)");
+	expect_body_err(bad_callers_reserved, NK_EPARSE, "CALLERS record: entry 0: reserved field 2 (0 in version 1)");
+	expect_body_err(bad_callers_zero, NK_EPARSE, "CALLERS record: entry 0: return address 1 is 0 (depth 3)");
+	expect_body_err(bad_callers_beyond, NK_EPARSE,
+			"CALLERS record: entry 0: return address 4 is set beyond the depth (depth 2)");
+	expect_body_err(bad_callers_outside, NK_EPARSE, "CALLERS record: outside a process section");
 }
 
 static void test_order_errors(void **state)
@@ -981,6 +1051,71 @@ static void test_merge_extra(void **state)
 	free(p1), free(p2), free(b1), free(b2), free(ex), free(pid);
 }
 
+/* CALLERS entries are kept sorted and found by their sample; an entry without a sample is ignored; a merge
+ * keeps the record optional, so that a reader without it skips it. */
+static void test_callers(void **state)
+{
+	(void)state;
+	struct fb f;
+	size_t len;
+	fb_init(&f);
+	fb_json(&f, NK__NKP_RUN, "{}");
+	fb_proc(&f, 100, 1000);
+	good_callers(&f);
+	fb_end(&f);
+	fb_trailer(&f);
+	unsigned char *b = fb_done(&f, &len);
+	struct nk__nkp_profile *p = expect_ok(b, len);
+	const struct nk__nkp_process_data *pd = &p->procs[0];
+	assert_int_equal(pd->n_callers, 3);
+	assert_true(pd->callers[0].time_ns == 12 && pd->callers[1].time_ns == 30 && pd->callers[2].time_ns == 99);
+	const struct nk__nkp_caller *e = nk__nkp_find_caller(pd, &pd->samples[2]); /* smp(30) */
+	assert_non_null(e);
+	assert_true(e->time_ns == 30 && e->depth == 2 && e->ret[0] == 0x401005 && e->ret[1] == 0x401105);
+	e = nk__nkp_find_caller(pd, &pd->samples[0]); /* smp(12) */
+	assert_true(e && e->depth == 6 && e->ret[5] == 0x401505);
+	assert_null(nk__nkp_find_caller(pd, &pd->samples[1])); /* smp(25): none */
+	struct nk__nkp_sample other = pd->samples[0];
+	other.tid++;
+	assert_null(nk__nkp_find_caller(pd, &other));
+	nk__nkp_free(p);
+	free(b);
+
+	/* a part with CALLERS, merged: the record keeps its optional bit and its entries */
+	fb_init(&f);
+	fb_proc(&f, 300, 1000);
+	good_callers(&f);
+	fb_end(&f);
+	b = fb_done(&f, &len);
+	char *pp = write_part("300.part", b, len);
+	const char *parts[] = { pp };
+	char *warn = NULL;
+	p = merge_ok(parts, 1, NULL, NULL, 0, NULL, &warn);
+	assert_int_equal(p->procs[0].n_callers, 3);
+	nk__nkp_free(p);
+	free(warn);
+	char *m = nk_test_slurp(merged_path());
+	int fd = open(merged_path(), 0);
+	size_t ml = (size_t)lseek(fd, 0, SEEK_END), pos = 16, found = 0;
+	close(fd);
+	while (pos < ml) {
+		struct nk__nkp_record_header h;
+		memcpy(&h, m + pos, sizeof h);
+		if ((h.type & ~NK__NKP_OPTIONAL) == NK__NKP_CALLERS) {
+			assert_int_equal(h.type, NK__NKP_CALLERS | NK__NKP_OPTIONAL);
+			assert_int_equal(h.length, 3 * sizeof(struct nk__nkp_caller));
+			found++;
+		}
+		pos += sizeof h + h.length;
+	}
+	assert_int_equal(found, 1);
+	free(m);
+	unlink(pp);
+	unlink(merged_path());
+	free(pp);
+	free(b);
+}
+
 /* ------------------------------------------------------------ fuzz seeds */
 
 /* The seeds of fuzz/corpus/profile: a profile, optionally "\n--PART--\n" and a part (fuzz/fuzz_profile.c). */
@@ -993,6 +1128,15 @@ static unsigned char *seed(int i, size_t *len)
 
 	if (i == 0)
 		return valid_file(len);
+	if (i == 4) { /* a process whose first touches have CALLERS entries (issue 16) */
+		fb_init(&f);
+		fb_json(&f, NK__NKP_RUN, "{\"numakit\": \"0.1.0\", \"sampler\": \"pagefault\"}");
+		fb_proc(&f, 100, 1000);
+		good_callers(&f);
+		fb_end(&f);
+		fb_trailer(&f);
+		return fb_done(&f, len);
+	}
 	fb_init(&f);
 	fb_json(&f, NK__NKP_RUN, "{\"numakit\": \"0.1.0\"}");
 	fb_trailer(&f);
@@ -1013,7 +1157,7 @@ static unsigned char *seed(int i, size_t *len)
 	free(part);
 	return b;
 }
-static const char *const seed_names[] = { "two-processes", "minimal", "merge-cut-part", "merge-whole-part" };
+static const char *const seed_names[] = { "two-processes", "minimal", "merge-cut-part", "merge-whole-part", "callers" };
 #define N_SEEDS (sizeof seed_names / sizeof *seed_names)
 
 static void write_seeds(const char *dir)
@@ -1075,7 +1219,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_order_errors), cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_load),	     cmocka_unit_test(test_merge_normal),
 		cmocka_unit_test(test_merge_cut),    cmocka_unit_test(test_merge_extra),
-		cmocka_unit_test(test_seeds),
+		cmocka_unit_test(test_callers),      cmocka_unit_test(test_seeds),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
