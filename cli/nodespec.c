@@ -11,6 +11,7 @@
  *    is 8 and "0x3" is 3, which nobody types on purpose.
  */
 #include "nodespec.h"
+#include "why.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -43,23 +44,6 @@ const char *cli_spec_same(const char *text, const char **last)
 	return *last;
 }
 
-static int fail(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-		/* one printable line whatever the input held */
-		for (char *c = why; *c; c++)
-			if (!isprint((unsigned char)*c))
-				*c = '?';
-	}
-	return -1;
-}
 
 /* The allowed set as compact text ("0-3,8"), cut to the buffer. */
 static void allowed_text(const int *ids, size_t n, char *buf, size_t cap)
@@ -130,16 +114,16 @@ static long item_id(const char **s, int relative, const char *text, const char *
 	long v = number(s), pos;
 
 	if (v == -2)
-		return fail(why, whycap, "'%s': %s %.*s is too large", text, what, (int)(*s - at), at);
+		return nk__cli_fail(why, whycap, "'%s': %s %.*s is too large", text, what, (int)(*s - at), at);
 	if (v < 0) {
 		if (!*at)
-			return fail(why, whycap, "'%s': a %s number is missing at the end", text, what);
-		return fail(why, whycap, "'%s': expected a %s number at '%s'", text, what, at);
+			return nk__cli_fail(why, whycap, "'%s': a %s number is missing at the end", text, what);
+		return nk__cli_fail(why, whycap, "'%s': expected a %s number at '%s'", text, what, at);
 	}
 	if (relative) {
 		if ((size_t)v >= n) {
 			allowed_text(allowed, n, list, sizeof list);
-			return fail(why, whycap, "'%s': +%ld is past the %zu %s%s this process may use (%s)", text, v,
+			return nk__cli_fail(why, whycap, "'%s': +%ld is past the %zu %s%s this process may use (%s)", text, v,
 				    n, what, n == 1 ? "" : "s", list);
 		}
 		return v;
@@ -147,7 +131,7 @@ static long item_id(const char **s, int relative, const char *text, const char *
 	pos = position(allowed, n, v);
 	if (pos < 0) {
 		allowed_text(allowed, n, list, sizeof list);
-		return fail(why, whycap, "'%s': %s %ld is not one this process may use (%ss: %s)", text, what, v, what,
+		return nk__cli_fail(why, whycap, "'%s': %s %ld is not one this process may use (%ss: %s)", text, what, v, what,
 			    list);
 	}
 	return pos;
@@ -161,10 +145,10 @@ int cli_spec_parse(const char *text, const char *what, const int *allowed, size_
 	int invert = 0, relative = 0, k = 0;
 
 	if (!text || !*text)
-		return fail(why, whycap, "an empty %s list", what);
+		return nk__cli_fail(why, whycap, "an empty %s list", what);
 	for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
 		if (strstr(text, devices[i]))
-			return fail(why, whycap, "'%s': numactl's device forms (netdev:, file:, ip:, block:, pci:) "
+			return nk__cli_fail(why, whycap, "'%s': numactl's device forms (netdev:, file:, ip:, block:, pci:) "
 					     "are not supported: give %s numbers",
 				    text, what);
 	if (*s == '!') {
@@ -177,7 +161,7 @@ int cli_spec_parse(const char *text, const char *what, const int *allowed, size_
 	}
 	in = calloc(n ? n : 1, 1);
 	if (!in)
-		return fail(why, whycap, "out of memory");
+		return nk__cli_fail(why, whycap, "out of memory");
 	if (!strcmp(s, "all")) {
 		memset(in, 1, n);
 	} else {
@@ -195,7 +179,7 @@ int cli_spec_parse(const char *text, const char *what, const int *allowed, size_
 				if (b < 0)
 					goto err;
 				if (b < a) {
-					fail(why, whycap, "'%s': the range ending in '%.*s' goes backwards", text,
+					nk__cli_fail(why, whycap, "'%s': the range ending in '%.*s' goes backwards", text,
 					     (int)(s - from), from);
 					goto err;
 				}
@@ -206,7 +190,7 @@ int cli_spec_parse(const char *text, const char *what, const int *allowed, size_
 			if (!*s)
 				break;
 			if (*s != ',') {
-				fail(why, whycap, "'%s': unexpected '%c' (a %s list looks like 0-2,5, all, +1 or !0)",
+				nk__cli_fail(why, whycap, "'%s': unexpected '%c' (a %s list looks like 0-2,5, all, +1 or !0)",
 				     text, *s, what);
 				goto err;
 			}

@@ -14,24 +14,10 @@
 
 #include "numakit.h"
 #include "rankfile.h"
+#include "why.h"
 
 #define MAX_ID 65535 /* node and cpu ids, as the library's lists (NK__MAX_ID) */
 
-static int fail(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && cap) {
-		va_start(ap, fmt);
-		vsnprintf(why, cap, fmt, ap);
-		va_end(ap);
-		/* one printable line, whatever the input held */
-		for (char *c = why; *c; c++)
-			if (!isprint((unsigned char)*c))
-				*c = '?';
-	}
-	return -1;
-}
 
 void cli_rankfile_free(struct cli_rankfile *f)
 {
@@ -97,13 +83,13 @@ char *cli_rankfile_ranks(const struct cli_rankfile *f)
 static int finish(struct cli_rankfile *f, char *why, size_t cap)
 {
 	if (!f->n)
-		return fail(why, cap, "the map has no rank (expected lines \"rank N=HOST slot=CPUS\", or a "
+		return nk__cli_fail(why, cap, "the map has no rank (expected lines \"rank N=HOST slot=CPUS\", or a "
 				      "numakit-rank-map JSON object)");
 	qsort(f->slots, f->n, sizeof *f->slots, cmp_slot);
 	for (size_t i = 1; i < f->n; i++)
 		if (f->slots[i].rank == f->slots[i - 1].rank) {
 			const struct cli_rank_slot *a = &f->slots[i - 1], *b = &f->slots[i];
-			return fail(why, cap, "%s %d: rank %d is given twice (also %s %d)", f->json ? "map entry" : "line",
+			return nk__cli_fail(why, cap, "%s %d: rank %d is given twice (also %s %d)", f->json ? "map entry" : "line",
 				    a->line > b->line ? a->line : b->line, a->rank, f->json ? "map entry" : "line",
 				    a->line > b->line ? b->line : a->line);
 		}
@@ -158,49 +144,49 @@ static int rankfile_line(struct cli_rankfile *f, size_t *slots_cap, int lineno, 
 	if (p == end)
 		return 0;
 	if ((size_t)(end - p) < 4 || strncmp(p, "rank", 4) || (p + 4 < end && !isblank((unsigned char)p[4])))
-		return fail(why, cap, "line %d: %s", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s", lineno, expected);
 	p = skip_blank(p + 4, end);
 	long rank = number(&p, end, CLI_RANKFILE_MAX_RANK);
 	if (rank == -2)
-		return fail(why, cap, "line %d: the rank is larger than %d", lineno, CLI_RANKFILE_MAX_RANK);
+		return nk__cli_fail(why, cap, "line %d: the rank is larger than %d", lineno, CLI_RANKFILE_MAX_RANK);
 	if (rank < 0)
-		return fail(why, cap, "line %d: %s: the rank is not a number", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s: the rank is not a number", lineno, expected);
 	p = skip_blank(p, end);
 	if (p == end || *p != '=')
-		return fail(why, cap, "line %d: %s: no '=' after the rank", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s: no '=' after the rank", lineno, expected);
 	p = skip_blank(p + 1, end);
 	const char *h = p;
 	while (p < end && !isblank((unsigned char)*p))
 		p++;
 	if (p == h || (p - h >= 5 && !strncmp(h, "slot=", 5)))
-		return fail(why, cap, "line %d: %s: no host after '='", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s: no host after '='", lineno, expected);
 	for (const char *c = h; c < p; c++)
 		if (!isgraph((unsigned char)*c) || *c == '=')
-			return fail(why, cap, "line %d: the host has a character a host name cannot have", lineno);
+			return nk__cli_fail(why, cap, "line %d: the host has a character a host name cannot have", lineno);
 	const char *host_end = p;
 	p = skip_blank(p, end);
 	if ((size_t)(end - p) < 5 || strncmp(p, "slot", 4))
-		return fail(why, cap, "line %d: %s: no slot", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s: no slot", lineno, expected);
 	p = skip_blank(p + 4, end);
 	if (p == end || *p != '=')
-		return fail(why, cap, "line %d: %s: no '=' after slot", lineno, expected);
+		return nk__cli_fail(why, cap, "line %d: %s: no '=' after slot", lineno, expected);
 	p = skip_blank(p + 1, end);
 	const char *s = p;
 	while (p < end && !isblank((unsigned char)*p))
 		p++;
 	const char *slot_end = p;
 	if (skip_blank(p, end) != end)
-		return fail(why, cap, "line %d: unexpected text after the slot (numakit reads \"rank N=HOST slot=CPUS\"; "
+		return nk__cli_fail(why, cap, "line %d: unexpected text after the slot (numakit reads \"rank N=HOST slot=CPUS\"; "
 				      "Open MPI's options after the slot are not read)", lineno);
 	if (s == slot_end)
-		return fail(why, cap, "line %d: the slot is empty", lineno);
+		return nk__cli_fail(why, cap, "line %d: the slot is empty", lineno);
 	if (memchr(s, ':', (size_t)(slot_end - s)))
-		return fail(why, cap, "line %d: slot=%.*s: Open MPI's socket:core form (logical numbering) is not "
+		return nk__cli_fail(why, cap, "line %d: slot=%.*s: Open MPI's socket:core form (logical numbering) is not "
 				      "read: give physical cpus (\"slot=0-3\", as numakit advise --ranks writes them)",
 			    lineno, (int)(slot_end - s > 40 ? 40 : slot_end - s), s);
 	for (const char *c = s; c < slot_end; c++)
 		if (!isdigit((unsigned char)*c) && *c != ',' && *c != '-')
-			return fail(why, cap, "line %d: slot=%.*s: expected a cpu list such as \"0-3,8\"", lineno,
+			return nk__cli_fail(why, cap, "line %d: slot=%.*s: expected a cpu list such as \"0-3,8\"", lineno,
 				    (int)(slot_end - s > 40 ? 40 : slot_end - s), s);
 	char *list = strndup(s, (size_t)(slot_end - s)), *host = strndup(h, (size_t)(host_end - h));
 	nk_error err = { 0, "" };
@@ -210,11 +196,11 @@ static int rankfile_line(struct cli_rankfile *f, size_t *slots_cap, int lineno, 
 	if (!list || !host)
 		goto nomem;
 	if (k < 0) {
-		fail(why, cap, "line %d: slot=%s: %s", lineno, list, err.message[0] ? err.message : nk_strerror(k));
+		nk__cli_fail(why, cap, "line %d: slot=%s: %s", lineno, list, err.message[0] ? err.message : nk_strerror(k));
 		goto bad;
 	}
 	if (k == 0) {
-		fail(why, cap, "line %d: the slot names no cpu", lineno);
+		nk__cli_fail(why, cap, "line %d: the slot names no cpu", lineno);
 		goto bad;
 	}
 	if (!(cpus = malloc((size_t)k * sizeof *cpus)))
@@ -226,7 +212,7 @@ static int rankfile_line(struct cli_rankfile *f, size_t *slots_cap, int lineno, 
 	free(list);
 	return 0;
 nomem:
-	fail(why, cap, "out of memory");
+	nk__cli_fail(why, cap, "out of memory");
 bad:
 	free(list);
 	free(host);
@@ -242,7 +228,7 @@ static int parse_rankfile(const char *text, size_t len, struct cli_rankfile *f, 
 		const char *nl = memchr(p, '\n', (size_t)(end - p)), *stop = nl ? nl : end;
 		const char *hash = memchr(p, '#', (size_t)(stop - p));
 		if (++lineno == INT_MAX)
-			return fail(why, cap, "too many lines");
+			return nk__cli_fail(why, cap, "too many lines");
 		if (rankfile_line(f, &slots_cap, lineno, p, hash ? hash : stop, why, cap))
 			return -1;
 		p = nl ? nl + 1 : end;
@@ -258,28 +244,28 @@ static int parse_json(const char *text, size_t len, struct cli_rankfile *f, char
 	int rc = -1;
 	f->json = 1;
 	if (!o)
-		return fail(why, cap, "line %d: not JSON: %s", jerr.line, jerr.text);
+		return nk__cli_fail(why, cap, "line %d: not JSON: %s", jerr.line, jerr.text);
 	if (!json_is_object(o)) {
-		fail(why, cap, "expected a numakit-rank-map object");
+		nk__cli_fail(why, cap, "expected a numakit-rank-map object");
 		goto out;
 	}
 	v = json_object_get(o, "format");
 	if (!json_is_string(v) || strcmp(json_string_value(v), "numakit-rank-map")) {
-		fail(why, cap, "\"format\" is not \"numakit-rank-map\" (`numakit advise --ranks --json` writes one)");
+		nk__cli_fail(why, cap, "\"format\" is not \"numakit-rank-map\" (`numakit advise --ranks --json` writes one)");
 		goto out;
 	}
 	v = json_object_get(o, "version");
 	if (!json_is_integer(v) || json_integer_value(v) < 1) {
-		fail(why, cap, "\"version\" is not a positive integer");
+		nk__cli_fail(why, cap, "\"version\" is not a positive integer");
 		goto out;
 	}
 	if (json_integer_value(v) != 1) {
-		fail(why, cap, "version %lld: this numakit reads version 1", (long long)json_integer_value(v));
+		nk__cli_fail(why, cap, "version %lld: this numakit reads version 1", (long long)json_integer_value(v));
 		goto out;
 	}
 	map = json_object_get(o, "map");
 	if (!json_is_array(map)) {
-		fail(why, cap, "\"map\" is not an array");
+		nk__cli_fail(why, cap, "\"map\" is not an array");
 		goto out;
 	}
 	json_array_foreach (map, i, e) {
@@ -287,28 +273,28 @@ static int parse_json(const char *text, size_t len, struct cli_rankfile *f, char
 		struct cli_rank_slot *s;
 		char *host;
 		if (!json_is_object(e)) {
-			fail(why, cap, "map[%zu]: not an object", i);
+			nk__cli_fail(why, cap, "map[%zu]: not an object", i);
 			goto out;
 		}
 		if (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > CLI_RANKFILE_MAX_RANK) {
-			fail(why, cap, "map[%zu]: \"rank\" is not an integer in 0..%d", i, CLI_RANKFILE_MAX_RANK);
+			nk__cli_fail(why, cap, "map[%zu]: \"rank\" is not an integer in 0..%d", i, CLI_RANKFILE_MAX_RANK);
 			goto out;
 		}
 		if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > MAX_ID) {
-			fail(why, cap, "map[%zu]: \"node\" is not an integer in 0..%d", i, MAX_ID);
+			nk__cli_fail(why, cap, "map[%zu]: \"node\" is not an integer in 0..%d", i, MAX_ID);
 			goto out;
 		}
 		if (h && !json_is_null(h) && !json_is_string(h)) {
-			fail(why, cap, "map[%zu]: \"host\" is not a string", i);
+			nk__cli_fail(why, cap, "map[%zu]: \"host\" is not a string", i);
 			goto out;
 		}
 		if (json_is_string(h) && strlen(json_string_value(h)) != json_string_length(h)) {
-			fail(why, cap, "map[%zu]: \"host\" holds a NUL byte", i);
+			nk__cli_fail(why, cap, "map[%zu]: \"host\" holds a NUL byte", i);
 			goto out;
 		}
 		if (!(host = strdup(json_is_string(h) ? json_string_value(h) : "")) || !(s = grow(f, &slots_cap))) {
 			free(host);
-			fail(why, cap, "out of memory");
+			nk__cli_fail(why, cap, "out of memory");
 			goto out;
 		}
 		*s = (struct cli_rank_slot){ (int)json_integer_value(r), host, (int)json_integer_value(n), NULL, 0,
@@ -329,11 +315,11 @@ int cli_rankfile_parse(const char *text, size_t len, struct cli_rankfile *out, c
 		why[0] = 0;
 	memset(out, 0, sizeof *out);
 	if (!text && len)
-		return fail(why, whycap, "no text");
+		return nk__cli_fail(why, whycap, "no text");
 	if (len > CLI_RANKFILE_MAX_BYTES)
-		return fail(why, whycap, "larger than %u MiB", CLI_RANKFILE_MAX_BYTES >> 20);
+		return nk__cli_fail(why, whycap, "larger than %u MiB", CLI_RANKFILE_MAX_BYTES >> 20);
 	if (len && memchr(text, 0, len))
-		return fail(why, whycap, "a NUL byte: not a text file");
+		return nk__cli_fail(why, whycap, "a NUL byte: not a text file");
 	while (p < text + len && isspace((unsigned char)*p))
 		p++;
 	if (p < text + len && *p == '{')
@@ -358,20 +344,20 @@ int cli_rankfile_load(const char *path, struct cli_rankfile *out, char *why, siz
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!fp)
-		return fail(why, whycap, "%s", strerror(errno));
+		return nk__cli_fail(why, whycap, "%s", strerror(errno));
 	for (;;) {
 		if (len == cap) {
 			char *b;
 			if (cap > CLI_RANKFILE_MAX_BYTES) {
 				fclose(fp);
 				free(buf);
-				return fail(why, whycap, "larger than %u MiB", CLI_RANKFILE_MAX_BYTES >> 20);
+				return nk__cli_fail(why, whycap, "larger than %u MiB", CLI_RANKFILE_MAX_BYTES >> 20);
 			}
 			cap = cap ? 2 * cap : 4096;
 			if (!(b = realloc(buf, cap + 1))) {
 				fclose(fp);
 				free(buf);
-				return fail(why, whycap, "out of memory");
+				return nk__cli_fail(why, whycap, "out of memory");
 			}
 			buf = b;
 		}
@@ -384,7 +370,7 @@ int cli_rankfile_load(const char *path, struct cli_rankfile *out, char *why, siz
 		int e = errno;
 		fclose(fp);
 		free(buf);
-		return fail(why, whycap, "%s", strerror(e ? e : EIO));
+		return nk__cli_fail(why, whycap, "%s", strerror(e ? e : EIO));
 	}
 	fclose(fp);
 	rc = cli_rankfile_parse(buf, len, out, why, whycap);
