@@ -1084,8 +1084,8 @@ static void sat_text(const struct wi_ctx *c, struct nk__strbuf *b)
 		if (c->peak[0][n] <= 1 && c->peak[1][n] <= 1)
 			continue;
 		nk__strbuf_printf(b, "%s node %d: %d threads at once, load %.2f -> %d threads, load %.2f (1 = full speed, "
-			    "%.0f cores)\n", any ? "          " : "saturated:", c->ids[n], c->peak_users[0][n], c->peak[0][n],
-			    c->peak_users[1][n], c->peak[1][n], c->cap[n]);
+			    "%g core%s)\n", any ? "          " : "saturated:", c->ids[n], c->peak_users[0][n], c->peak[0][n],
+			    c->peak_users[1][n], c->peak[1][n], c->cap[n], c->cap[n] == 1 ? "" : "s");
 		any = 1;
 	}
 }
