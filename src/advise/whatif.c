@@ -1083,9 +1083,12 @@ static void sat_text(const struct wi_ctx *c, struct nk__strbuf *b)
 	for (int n = 0; n < c->k; n++) {
 		if (c->peak[0][n] <= 1 && c->peak[1][n] <= 1)
 			continue;
-		nk__strbuf_printf(b, "%s node %d: %d threads at once, load %.2f -> %d threads, load %.2f (1 = full speed, "
-			    "%g core%s)\n", any ? "          " : "saturated:", c->ids[n], c->peak_users[0][n], c->peak[0][n],
-			    c->peak_users[1][n], c->peak[1][n], c->cap[n], c->cap[n] == 1 ? "" : "s");
+		if (!any)
+			nk__strbuf_printf(b, "saturated (threads at once and peak load, 1 = what its cores serve at full "
+				    "speed):\n");
+		nk__strbuf_printf(b, "  node %d (%g core%s): %d threads, load %.2f -> %d threads, load %.2f\n", c->ids[n],
+			    c->cap[n], c->cap[n] == 1 ? "" : "s", c->peak_users[0][n], c->peak[0][n], c->peak_users[1][n],
+			    c->peak[1][n]);
 		any = 1;
 	}
 }

@@ -855,7 +855,7 @@ static void test_contention(void **state)
 	nk_error err = { 0, "" };
 	assert_int_equal(nk_profile_whatif(p, NULL, a, NK_REPORT_TEXT, &out, &err), 0);
 	assert_non_null(strstr(out, "bandwidth: default model"));
-	assert_non_null(strstr(out, "saturated: node 0: 4 threads at once, load 4.00 -> 4 threads, load 0.58"));
+	assert_non_null(strstr(out, "\n  node 0 (1 core): 4 threads, load 4.00 -> 4 threads, load 0.58\n"));
 	free(out);
 	plan_free(a);
 
