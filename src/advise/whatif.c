@@ -654,13 +654,14 @@ int nk__whatif_windows(uint64_t samples, size_t threads)
 }
 
 void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
-		      double *load, int *users)
+		      double *load, int *users, double *var)
 {
-	double *var = calloc((size_t)k, sizeof(double)); /* NULL (no memory): the loads without their bound */
 	for (int n = 0; n < k; n++) {
 		load[n] = 0;
 		if (users)
 			users[n] = 0;
+		if (samples)
+			var[n] = 0;
 	}
 	for (size_t t = 0; t < threads; t++) {
 		const uint64_t *a = acc + t * (size_t)k;
@@ -674,17 +675,16 @@ void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threa
 				continue;
 			double p = (double)a[n] / (double)tot;
 			load[n] += p;
-			if (var && samples && samples[t])
+			if (samples && samples[t])
 				var[n] += p * (1 - p) / (double)samples[t];
 			if (users)
 				users[n]++;
 		}
 	}
 	for (int n = 0; n < k; n++) {
-		double lo = var ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
+		double lo = samples ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
 		load[n] = (lo > 0 ? lo : 0) / cap[n];
 	}
-	free(var);
 }
 
 double nk__whatif_slowdown(double load)
@@ -752,10 +752,11 @@ static int load_factors(struct wi_ctx *c, int scen)
 	if (!c->dflt)
 		return 0;
 	size_t k = (size_t)c->k, nt = c->a->n_threads ? c->a->n_threads : 1;
-	double *load = malloc(k * sizeof(double));
+	double *load = malloc(k * sizeof(double)), *var = malloc(k * sizeof(double));
 	int *users = malloc(k * sizeof(int));
-	if (!load || !users) {
+	if (!load || !var || !users) {
 		free(load);
+		free(var);
 		free(users);
 		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 	}
@@ -764,7 +765,7 @@ static int load_factors(struct wi_ctx *c, int scen)
 		c->peak_users[scen][n] = 0;
 	}
 	for (size_t w = 0; w < (size_t)c->nwin; w++) {
-		nk__whatif_loads(c->ld[scen] + w * nt * k, c->ns[scen] + w * nt, nt, c->k, c->cap, load, users);
+		nk__whatif_loads(c->ld[scen] + w * nt * k, c->ns[scen] + w * nt, nt, c->k, c->cap, load, users, var);
 		for (size_t n = 0; n < k; n++) {
 			c->fac[scen][w * k + n] = nk__whatif_slowdown(load[n]);
 			if (load[n] > c->peak[scen][n])
@@ -774,6 +775,7 @@ static int load_factors(struct wi_ctx *c, int scen)
 		}
 	}
 	free(load);
+	free(var);
 	free(users);
 	return 0;
 }

@@ -53,10 +53,11 @@ int nk__whatif_windows(uint64_t samples, size_t threads);
  * streaming threads node n serves at full speed (> 0).  Writes @p load[n] = L / cap[n], L the lower end of
  * the 95 % bound (z 1.96) of the sum over threads of the share p of their accesses going to n, each share
  * known to a variance p (1 - p) / samples (0 at least), and, when @p users is not NULL, users[n] the
- * threads that accessed n.  A node is saturated only as far as the samples tell.
+ * threads that accessed n.  A node is saturated only as far as the samples tell.  @p var: k doubles of
+ * workspace, needed with @p samples (NULL otherwise).
  */
 void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
-		      double *load, int *users);
+		      double *load, int *users, double *var);
 
 /** The factor by which a node of load @p load slows its accesses: the load when above 1, else 1. */
 double nk__whatif_slowdown(double load);

@@ -746,21 +746,21 @@ static void test_bandwidth_pure(void **state)
 	assert_int_equal(nk__whatif_windows(100, 0), 6);
 
 	const double cap1[4] = { 1, 1, 1, 1 }, cap2[4] = { 2, 2, 2, 2 };
-	double load[4];
+	double load[4], var[4];
 	int users[4];
 	/* every thread reads node 0 only: a node of one core serves 4 threads, exactly (no spread to doubt) */
 	const uint64_t hot[16] = { 5, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 30, 0, 0, 0 };
 	const uint64_t n16[4] = { 16, 16, 16, 16 };
-	nk__whatif_loads(hot, n16, 4, 4, cap1, load, users);
+	nk__whatif_loads(hot, n16, 4, 4, cap1, load, users, var);
 	NEAR(load[0], 4);
 	NEAR(load[1], 0);
 	assert_int_equal(users[0], 4);
 	assert_int_equal(users[1], 0);
-	nk__whatif_loads(hot, n16, 4, 4, cap2, load, NULL);
+	nk__whatif_loads(hot, n16, 4, 4, cap2, load, NULL, var);
 	NEAR(load[0], 2);
 	/* each thread on its own node: every node at its capacity, not above */
 	const uint64_t own[16] = { 9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9 };
-	nk__whatif_loads(own, NULL, 4, 4, cap1, load, users);
+	nk__whatif_loads(own, NULL, 4, 4, cap1, load, users, NULL);
 	for (int n = 0; n < 4; n++) {
 		NEAR(load[n], 1);
 		assert_int_equal(users[n], 1);
@@ -768,22 +768,22 @@ static void test_bandwidth_pure(void **state)
 	}
 	/* a thread that is not running in the window (no accesses) loads nothing; one split 3:1 loads 0.75 and 0.25 */
 	const uint64_t split[8] = { 3, 1, 0, 0, 0, 0, 0, 0 };
-	nk__whatif_loads(split, NULL, 2, 4, cap1, load, users);
+	nk__whatif_loads(split, NULL, 2, 4, cap1, load, users, NULL);
 	NEAR(load[0], 0.75);
 	NEAR(load[1], 0.25);
 	assert_int_equal(users[0], 1);
 	/* the same shares from 16 samples: the load is the lower 95 % bound, 0.75 - 1.96 sqrt(0.75 x 0.25 / 16) */
 	const uint64_t n1[2] = { 16, 0 };
-	nk__whatif_loads(split, n1, 2, 4, cap1, load, NULL);
+	nk__whatif_loads(split, n1, 2, 4, cap1, load, NULL, var);
 	NEAR(load[0], 0.75 - 1.96 * sqrt(0.75 * 0.25 / 16));
 	/* 4 threads spread evenly over 4 nodes from 16 samples each: 1 at best, not saturated as far as the
 	 * samples tell (1 - 1.96 sqrt(4 x 0.25 x 0.75 / 16)) */
 	const uint64_t even[16] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-	nk__whatif_loads(even, n16, 4, 4, cap1, load, NULL);
+	nk__whatif_loads(even, n16, 4, 4, cap1, load, NULL, var);
 	NEAR(load[2], 1 - 1.96 * sqrt(4 * 0.25 * 0.75 / 16));
 	/* a bound below 0 is 0 */
 	const uint64_t one[4] = { 1, 1, 1, 1 }, n4[1] = { 4 };
-	nk__whatif_loads(one, n4, 1, 4, cap1, load, NULL);
+	nk__whatif_loads(one, n4, 1, 4, cap1, load, NULL, var);
 	NEAR(load[0], 0);
 	NEAR(nk__whatif_slowdown(0), 1);
 	NEAR(nk__whatif_slowdown(0.99), 1);
