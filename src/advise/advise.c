@@ -885,8 +885,9 @@ static void contention_note(struct nk__strbuf *b, const struct dec *d, const str
 	int spread = d->kind == D_CYCLIC || d->kind == D_NEIGHBORS || d->kind == D_WEIGHTED;
 	double dr = 100 * (w->remote_fraction - lw->remote_fraction);
 	nk__strbuf_printf(b, "; node %d serves %d threads at once (load %.2f, saturated under the default bandwidth "
-			"model): %s cuts the bandwidth term from %s to %s ms", lw->sat_node, lw->sat_threads, lw->sat_load,
-		  spread ? "spreading it" : "this placement", fmt_ms(lw->contention_ms, m1, sizeof m1), fmt_ms(w->contention_ms, m2, sizeof m2));
+			"model): %s cuts the bandwidth term from %s to %s ms",
+		  lw->sat_node, lw->sat_threads, lw->sat_load, spread ? "spreading it" : "this placement",
+		  fmt_ms(lw->contention_ms, m1, sizeof m1), fmt_ms(w->contention_ms, m2, sizeof m2));
 	if (dr >= 0.05)
 		nk__strbuf_printf(b, " despite +%.1f points remote", dr);
 	else if (dr <= -0.05)

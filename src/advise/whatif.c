@@ -170,15 +170,18 @@ static int setup_capacity(struct wi_ctx *c)
 		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 	for (int i = 0; i < c->k; i++) {
 		int n = nk_machine_node_cpus(c->m, c->ids[i], NULL, 0);
-		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL, *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
 		int cores = 0;
 		if (n > 0 && (!cpus || !core)) {
 			free(cpus);
 			free(core);
 			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 		}
-		if (n > 0)
-			n = nk_machine_node_cpus(c->m, c->ids[i], cpus, (size_t)n);
+		if (n > 0) {
+			int got = nk_machine_node_cpus(c->m, c->ids[i], cpus, (size_t)n);
+			n = got < n ? got : n;
+		}
 		for (int j = 0; j < n; j++) {
 			nk_cpu_info ci;
 			int x = nk_machine_cpu_info(c->m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;

@@ -284,8 +284,8 @@ static void build_contention(struct gen *g)
 	for (int k = 0; k < 128; k++)
 		for (int th = 0; th < 4; th++)
 			for (int v = 0; v < 3; v++)
-				sample(g, t++, BASE + ((uint64_t)v << 24) + (uint64_t)((th * 16 + k * 5) % 64) * PAGE, 0x400b20, th,
-				       th, 0, NK__ACC_READ, 0, 0);
+				sample(g, t++, BASE + ((uint64_t)v << 24) + (uint64_t)((th * 16 + k * 5) % 64) * PAGE,
+				       0x400b20, th, th, 0, NK__ACC_READ, 0, 0);
 }
 
 /* RUN and END state the sample count: rewrite them once the samples are in. */

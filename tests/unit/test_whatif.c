@@ -893,6 +893,20 @@ static void test_contention(void **state)
 	plan_free(a);
 	nk_profile_free(p);
 
+	/* a node's capacity is its cores, not its hardware threads: 2 cores of 2 threads each serve 2 threads */
+	m = nk_test_synth("nodes=4 cores=2 smt=2 mem=1G dist=10:20 l2=256K");
+	p = in_step(M4ONE, 0);
+	a = plan_new();
+	plan_add(a, "name:arr", "none", NK__WHEN_ALLOC, NULL);
+	j = whatif_json(p, m, a);
+	bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 3)), 2 * 8000);
+	NEAR(num(j, "total.profiled.contention_ms"), (4.0 / 2 - 1) * (128 * 80.0 + 384 * 160.0) / 1e6);
+	json_decref(j);
+	plan_free(a);
+	nk_profile_free(p);
+	nk_machine_free(m);
+
 	/* the same in-step hot spot on nodes of 4 cores: node 0 serves 4 threads at its capacity, no more */
 	p = in_step("nodes=4 cores=4 mem=1G dist=10:20 l2=256K", 0);
 	a = plan_new();
