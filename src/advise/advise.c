@@ -45,7 +45,6 @@
 #define ADV_SHARING_MARGIN 0.25   /* ... and this much above what uniform sharing gives */
 #define ADV_WEIGHT_SCALE 16       /* weighted: the node with the most bandwidth gets this weight */
 #define ADV_PHASE_GAIN 0.05       /* a phase's own layout must make this much more of its accesses local */
-#define ADV_SERVE_HOT 0.50        /* one node serves this share of a variable's accesses: a bandwidth hot spot */
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -872,10 +871,34 @@ static const char *fmt_pred(const struct nk__whatif_pred *w, char *buf, size_t c
 }
 
 /*
+ * Issue 21 §2: when the chosen placement @p d (priced @p w) relieves a node that the default bandwidth model
+ * finds saturated as profiled (@p lw), why it pays: "node 0 serves 4 threads at once (load 2.00, saturated
+ * under the default bandwidth model): spreading it cuts the bandwidth term from X to Y ms despite +Z points
+ * remote".  Nothing when no node is saturated, or with measured bandwidth (its bound is in the stall).
+ */
+static void contention_note(struct nk__strbuf *b, const struct dec *d, const struct nk__whatif_pred *lw,
+			    const struct nk__whatif_pred *w)
+{
+	char m1[32], m2[32];
+	if (lw->contention_ms <= 0 || lw->sat_node < 0 || w->contention_ms < 0 || w->contention_ms >= lw->contention_ms)
+		return;
+	int spread = d->kind == D_CYCLIC || d->kind == D_NEIGHBORS || d->kind == D_WEIGHTED;
+	double dr = 100 * (w->remote_fraction - lw->remote_fraction);
+	nk__strbuf_printf(b, "; node %d serves %d threads at once (load %.2f, saturated under the default bandwidth "
+			"model): %s cuts the bandwidth term from %s to %s ms",
+		  lw->sat_node, lw->sat_threads, lw->sat_load, spread ? "spreading it" : "this placement",
+		  fmt_ms(lw->contention_ms, m1, sizeof m1), fmt_ms(w->contention_ms, m2, sizeof m2));
+	if (dr >= 0.05)
+		nk__strbuf_printf(b, " despite +%.1f points remote", dr);
+	else if (dr <= -0.05)
+		nk__strbuf_printf(b, " and %.1f points less remote", -dr);
+}
+
+/*
  * Issue 21 §1: the rules' choice @p rule and the candidates @p alt priced by whatif's model (each as the
  * variable's one alloc entry, threads as profiled), against leaving the variable as profiled.  Never a
- * layout predicted worse than leaving it, unless the reason is one the model shows (a bandwidth hot spot
- * on a machine without measured bandwidth); among those not worse, the lowest predicted stall, where a
+ * layout predicted worse than leaving it (a node's saturation is part of the prediction: the default
+ * bandwidth model, issue 21 §2); among those not worse, the lowest predicted stall, where a
  * near-tie (within @p noise: the stall that the variable's remote-share interval spans) goes to the rules'
  * choice, else to the simplest layout.  *pick: -1 leave it, 0 the rules' choice, 1 + i alt->d[i]; *why
  * the reason to write (malloc'ed); @p ev gets the candidates and the noise.  Without a model (no machine):
@@ -912,10 +935,6 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 		if (good[i] && w[i].stall_ms < best)
 			best = w[i].stall_ms;
 	}
-	/* an interleave the rules chose for a node that serves most of the accesses: the model prices its
-	 * bandwidth only when the machine has it measured; what it shows without is who serves the accesses */
-	int hot = ok[0] && !good[0] && (rule->kind == D_CYCLIC || rule->kind == D_NEIGHBORS || rule->kind == D_WEIGHTED) &&
-		  lw.bandwidth_ms < 0 && lw.busiest_share >= ADV_SERVE_HOT && w[0].busiest_share <= lw.busiest_share / 2;
 	if (good[0] && w[0].stall_ms <= best + noise) {
 		*pick = 0;
 	} else {
@@ -932,8 +951,6 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 				*pick = (int)i;
 			}
 		}
-		if (*pick == -1 && hot)
-			*pick = 0;
 	}
 	/* the record: as profiled, the rules' choice, the others, as priced */
 	ev->noise_ms = noise;
@@ -948,14 +965,9 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 	fmt_pred(&lw, p0, sizeof p0);
 	if (v->site_space) /* priced on its uses (price()) */
 		snprintf(p0 + strlen(p0), sizeof p0 - strlen(p0), " on its uses");
-	if (*pick == 0 && hot) {
-		nk__strbuf_printf(&b, "%s; predicted %s vs %s as profiled, but node %d serves %.0f%% of its accesses as "
-				"profiled and %.0f%% under it: interleaved for bandwidth, which the model weighs only "
-				"when the machine's bandwidth is measured (numakit bench --save)",
-			  rule->reason, fmt_pred(&w[0], p1, sizeof p1), p0, lw.busiest_node, pct(lw.busiest_share),
-			  pct(w[0].busiest_share));
-	} else if (*pick == 0 && ok[0]) {
+	if (*pick == 0 && ok[0]) {
 		nk__strbuf_printf(&b, "%s; predicted %s vs %s as profiled", rule->reason, fmt_pred(&w[0], p1, sizeof p1), p0);
+		contention_note(&b, rule, &lw, &w[0]);
 	} else if (*pick == 0) {
 		nk__strbuf_printf(&b, "%s; the model cannot price it", rule->reason);
 	} else if (*pick > 0) {
@@ -967,6 +979,7 @@ static int choose(const struct adv *c, size_t vi, const struct nk__an_var *v, co
 				  !good[0] ? ", worse than leaving it" : ", not within the noise of the best");
 		else
 			nk__strbuf_printf(&b, "which the model cannot price)");
+		contention_note(&b, d, &lw, &w[*pick]);
 	} else {
 		*pick = -1;
 		nk__strbuf_printf(&b, "no placement is predicted better than as profiled (%s) by more than the noise "

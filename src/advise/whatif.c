@@ -31,6 +31,14 @@
 #define WI_FALLBACK_NS 80.0 /* latency at SLIT distance 10 when none was measured: 80 ns x distance / 10 */
 #define WI_LINE_BYTES 64    /* bytes an access moves, for the bandwidth bound */
 #define WI_TEXT_VARS 20     /* variables listed in the text table; the rest are summed in one line */
+/* The default bandwidth model (docs/whatif.md, "Bandwidth and contention"), used when no node's bandwidth is
+ * measured: one streaming thread's demand, by Little's law 10 cache lines in flight (a core's line-fill
+ * buffers) x 64 B per 80 ns (the fallback latency) = 8 GB/s; a node serves as many at full speed as it has
+ * cores.  Only the ratio of the two matters to the stall; the MB/s are for the output. */
+#define WI_THREAD_MBS 8000.0
+#define WI_WIN_SAMPLES 16 /* a time window holds about this many samples per thread */
+#define WI_MAX_WIN 64
+#define WI_LOAD_Z 1.96    /* a node's load is its lower 95 % bound (one-sided z as the rest: docs/plan.md) */
 
 enum wi_kind {
 	WI_FIXED = 0,      /* a policy with a node per page (nk_plan) */
@@ -60,6 +68,7 @@ struct wi_entry {
 struct wi_acc {
 	uint64_t samples, acc, local, remote, unknown;
 	double lat_ns;
+	double cont_ns;  /* default bandwidth model: the latency its saturated nodes add */
 	uint64_t *bytes; /* [machine nodes] bytes served by each node */
 };
 
@@ -84,6 +93,16 @@ struct wi_ctx {
 	int lat_measured, lat_fallback; /* pairs used of each kind */
 	char *lat_used;     /* [k][k]: 1 measured, 2 fallback (pairs the estimate used) */
 	double *bw;         /* [k] MB/s, 0 not measured */
+	/* the default bandwidth model, when no node's bandwidth is measured (dflt) */
+	int dflt;
+	double *cap;        /* [k] streaming threads a node serves at full speed: its cores */
+	int nwin;           /* time windows */
+	uint64_t t0, tspan; /* the samples' times: first, last - first */
+	uint64_t *ld[2];    /* [nwin][threads][k] accesses per scenario (count_all; ld[0] the model's base) */
+	uint64_t *ns[2];    /* [nwin][threads] samples behind them */
+	double *fac[2];     /* [nwin][k] slowdown per scenario */
+	double *peak[2];    /* [k] the highest load of each node over the windows */
+	int *peak_users[2]; /* [k] the most threads that accessed it in one window */
 	int *mem_nodes, n_mem;  /* nodes with memory, index order */
 	int *cpu_nodes, n_cpu;  /* nodes with cpus */
 	/* node mapping of the profiled machine onto m */
@@ -141,6 +160,50 @@ static const char *entry_label(const struct nk__aplan_entry *e)
 
 /* ---------------------------------------------------------------- machine */
 
+/* The default model's capacity of each node: its cores (distinct core indices of its cpus); a node without
+ * cpus (memory only) the mean of the nodes with cpus, at least 1. */
+static int setup_capacity(struct wi_ctx *c)
+{
+	double sum = 0;
+	int with = 0;
+	if (!(c->cap = calloc((size_t)c->k, sizeof(double))))
+		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
+	for (int i = 0; i < c->k; i++) {
+		int n = nk_machine_node_cpus(c->m, c->ids[i], NULL, 0);
+		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int cores = 0;
+		if (n > 0 && (!cpus || !core)) {
+			free(cpus);
+			free(core);
+			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
+		}
+		if (n > 0) {
+			int got = nk_machine_node_cpus(c->m, c->ids[i], cpus, (size_t)n);
+			n = got < n ? got : n;
+		}
+		for (int j = 0; j < n; j++) {
+			nk_cpu_info ci;
+			int x = nk_machine_cpu_info(c->m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
+			for (int q = 0; q < cores && !seen; q++)
+				seen = core[q] == x;
+			if (!seen)
+				core[cores++] = x;
+		}
+		free(cpus);
+		free(core);
+		c->cap[i] = cores;
+		if (cores) {
+			sum += cores;
+			with++;
+		}
+	}
+	for (int i = 0; i < c->k; i++)
+		if (c->cap[i] <= 0)
+			c->cap[i] = with && sum / with >= 1 ? sum / with : 1;
+	return 0;
+}
+
 static int load_machine(struct wi_ctx *c)
 {
 	const nk_machine *m = c->m;
@@ -186,7 +249,11 @@ static int load_machine(struct wi_ctx *c)
 		if (!nk_machine_get_matrix(m, NK_MATRIX_BANDWIDTH_MBS, c->ids[i], c->ids[i], &bw) && bw > 0)
 			c->bw[i] = bw;
 	}
-	return 0;
+	c->dflt = 1;
+	for (int i = 0; i < k; i++)
+		if (c->bw[i] > 0)
+			c->dflt = 0;
+	return setup_capacity(c);
 }
 
 /* Node index on m of a node id of the profiled machine holding pages; -1 unknown. */
@@ -581,6 +648,150 @@ static void count(struct wi_ctx *c, struct wi_acc *acc, int tn, int pn, uint32_t
 	acc->bytes[pn] += (uint64_t)w * WI_LINE_BYTES;
 }
 
+/* ------------------------------------------ the default bandwidth model */
+
+int nk__whatif_windows(uint64_t samples, size_t threads)
+{
+	uint64_t w = samples / ((uint64_t)WI_WIN_SAMPLES * (threads ? threads : 1));
+	return w < 1 ? 1 : w > WI_MAX_WIN ? WI_MAX_WIN : (int)w;
+}
+
+void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
+		      double *load, int *users, double *var)
+{
+	for (int n = 0; n < k; n++) {
+		load[n] = 0;
+		if (users)
+			users[n] = 0;
+		if (samples)
+			var[n] = 0;
+	}
+	for (size_t t = 0; t < threads; t++) {
+		const uint64_t *a = acc + t * (size_t)k;
+		uint64_t tot = 0;
+		for (int n = 0; n < k; n++)
+			tot += a[n];
+		if (!tot)
+			continue; /* not running (or not sampled) in this window */
+		for (int n = 0; n < k; n++) {
+			if (!a[n])
+				continue;
+			double p = (double)a[n] / (double)tot;
+			load[n] += p;
+			if (samples && samples[t])
+				var[n] += p * (1 - p) / (double)samples[t];
+			if (users)
+				users[n]++;
+		}
+	}
+	for (int n = 0; n < k; n++) {
+		double lo = samples ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
+		load[n] = (lo > 0 ? lo : 0) / cap[n];
+	}
+}
+
+double nk__whatif_slowdown(double load)
+{
+	return load > 1 ? load : 1;
+}
+
+/* The windows and the default model's arrays (only without measured bandwidth). */
+static int setup_windows(struct wi_ctx *c)
+{
+	const struct nk__analysis *a = c->a;
+	if (!c->dflt)
+		return 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < a->n_attr; i++) {
+		if (a->attr[i].time_ns < lo)
+			lo = a->attr[i].time_ns;
+		if (a->attr[i].time_ns > hi)
+			hi = a->attr[i].time_ns;
+	}
+	c->t0 = a->n_attr ? lo : 0;
+	c->tspan = a->n_attr ? hi - lo : 0;
+	c->nwin = nk__whatif_windows(a->n_attr, a->n_threads);
+	size_t k = (size_t)c->k, nt = a->n_threads ? a->n_threads : 1;
+	for (int s = 0; s < 2; s++) {
+		c->ld[s] = calloc((size_t)c->nwin * nt * k, sizeof(uint64_t));
+		c->ns[s] = calloc((size_t)c->nwin * nt, sizeof(uint64_t));
+		c->fac[s] = calloc((size_t)c->nwin * k, sizeof(double));
+		c->peak[s] = calloc(k, sizeof(double));
+		c->peak_users[s] = calloc(k, sizeof(int));
+		if (!c->ld[s] || !c->ns[s] || !c->fac[s] || !c->peak[s] || !c->peak_users[s])
+			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
+	}
+	return 0;
+}
+
+static size_t win_of(const struct wi_ctx *c, const struct nk__an_sample *s)
+{
+	if (c->nwin < 2 || !c->tspan || s->time_ns <= c->t0)
+		return 0;
+	size_t w = (size_t)((double)(s->time_ns - c->t0) / (double)c->tspan * c->nwin);
+	return w >= (size_t)c->nwin ? (size_t)c->nwin - 1 : w;
+}
+
+/* Sample @p s's accesses, made from node index @p tn to @p pn, added to (@p sign > 0) or taken from scenario
+ * @p scen's loads. */
+static void load_add(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn, int sign)
+{
+	if (!c->dflt || tn < 0 || pn < 0)
+		return;
+	size_t nt = c->a->n_threads ? c->a->n_threads : 1, wt = win_of(c, s) * nt + s->thread;
+	uint64_t *x = &c->ld[scen][wt * (size_t)c->k + (size_t)pn];
+	if (sign > 0) {
+		*x += s->weight;
+		c->ns[scen][wt]++;
+	} else {
+		*x -= s->weight;
+		c->ns[scen][wt]--;
+	}
+}
+
+/* Scenario @p scen's slowdown per window and node from its loads, and each node's peak. */
+static int load_factors(struct wi_ctx *c, int scen)
+{
+	if (!c->dflt)
+		return 0;
+	size_t k = (size_t)c->k, nt = c->a->n_threads ? c->a->n_threads : 1;
+	double *load = malloc(k * sizeof(double)), *var = malloc(k * sizeof(double));
+	int *users = malloc(k * sizeof(int));
+	if (!load || !var || !users) {
+		free(load);
+		free(var);
+		free(users);
+		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
+	}
+	for (size_t n = 0; n < k; n++) {
+		c->peak[scen][n] = 0;
+		c->peak_users[scen][n] = 0;
+	}
+	for (size_t w = 0; w < (size_t)c->nwin; w++) {
+		nk__whatif_loads(c->ld[scen] + w * nt * k, c->ns[scen] + w * nt, nt, c->k, c->cap, load, users, var);
+		for (size_t n = 0; n < k; n++) {
+			c->fac[scen][w * k + n] = nk__whatif_slowdown(load[n]);
+			if (load[n] > c->peak[scen][n])
+				c->peak[scen][n] = load[n];
+			if (users[n] > c->peak_users[scen][n])
+				c->peak_users[scen][n] = users[n];
+		}
+	}
+	free(load);
+	free(var);
+	free(users);
+	return 0;
+}
+
+/* The latency a saturated node adds to sample @p s (from node index @p tn to @p pn) in scenario @p scen, ns. */
+static double contention(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn)
+{
+	if (!c->dflt || tn < 0 || pn < 0)
+		return 0;
+	double f = c->fac[scen][win_of(c, s) * (size_t)c->k + (size_t)pn];
+	return f > 1 ? (double)s->weight * c->lat[(size_t)tn * (size_t)c->k + (size_t)pn] * (f - 1) : 0;
+}
+
 /*
  * The model, for one sample: the node indices of its thread (*tn) and its page (*pn) in scenario @p scen
  * (0 as profiled, 1 under the plan), its page placed by entry @p we (NULL: as profiled).  -1 unknown.
@@ -598,6 +809,11 @@ static void replay(struct wi_ctx *c, const struct nk__an_sample *s, struct wi_en
 static int count_all(struct wi_ctx *c)
 {
 	const struct nk__analysis *a = c->a;
+	/* the nodes of each sample in each scenario, for the second pass (the default model needs every
+	 * sample's load before it can price one) */
+	int16_t *nodes = c->dflt ? malloc((a->n_attr ? a->n_attr : 1) * 4 * sizeof(int16_t)) : NULL;
+	if (c->dflt && !nodes)
+		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 	for (size_t i = 0; i < a->n_attr; i++) {
 		const struct nk__an_sample *s = &a->attr[i];
 		struct wi_var *wv = &c->vars[s->var];
@@ -607,16 +823,38 @@ static int count_all(struct wi_ctx *c)
 		int t0, p0, t1, p1, rc;
 		replay(c, s, NULL, 0, &t0, &p0, &rc);
 		replay(c, s, we, 1, &t1, &p1, &rc);
-		if (rc)
+		if (rc) {
+			free(nodes);
 			return rc;
+		}
 		if (we)
 			we->applied++;
 		count(c, &wv->s[0], t0, p0, s->weight);
 		count(c, &wv->s[1], t1, p1, s->weight);
 		count(c, &c->tot[0], t0, p0, s->weight);
 		count(c, &c->tot[1], t1, p1, s->weight);
+		if (nodes) {
+			int16_t *x = &nodes[4 * i];
+			x[0] = (int16_t)t0, x[1] = (int16_t)p0, x[2] = (int16_t)t1, x[3] = (int16_t)p1;
+			load_add(c, 0, s, t0, p0, 1);
+			load_add(c, 1, s, t1, p1, 1);
+		}
 	}
-	return 0;
+	if (!nodes)
+		return 0;
+	int rc = load_factors(c, 0);
+	if (!rc)
+		rc = load_factors(c, 1);
+	for (size_t i = 0; i < a->n_attr && !rc; i++) {
+		const struct nk__an_sample *s = &a->attr[i];
+		for (int sc = 0; sc < 2; sc++) {
+			double x = contention(c, sc, s, nodes[4 * i + 2 * sc], nodes[4 * i + 2 * sc + 1]);
+			c->vars[s->var].s[sc].cont_ns += x;
+			c->tot[sc].cont_ns += x;
+		}
+	}
+	free(nodes);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- migration */
@@ -724,6 +962,8 @@ static double bw_ns(const struct wi_ctx *c, const struct wi_acc *x)
 
 static double stall_ms(const struct wi_ctx *c, const struct wi_acc *x)
 {
+	if (c->dflt)
+		return (x->lat_ns + x->cont_ns) / 1e6;
 	double b = bw_ns(c, x);
 	return (b > x->lat_ns ? b : x->lat_ns) / 1e6;
 }
@@ -820,6 +1060,7 @@ static void acc_means(const struct wi_ctx *c, struct wi_acc *x, uint64_t n)
 	x->remote = (x->remote + n / 2) / n;
 	x->unknown = (x->unknown + n / 2) / n;
 	x->lat_ns /= (double)n;
+	x->cont_ns /= (double)n;
 	for (int k = 0; x->bytes && k < c->k; k++)
 		x->bytes[k] = (x->bytes[k] + n / 2) / n;
 }
@@ -840,6 +1081,23 @@ static void per_run_means(struct wi_ctx *c)
 	c->mig_total = (c->mig_total + n / 2) / n;
 }
 
+/* Under the default bandwidth model, the nodes that saturate in either scenario: their peak load. */
+static void sat_text(const struct wi_ctx *c, struct nk__strbuf *b)
+{
+	int any = 0;
+	for (int n = 0; n < c->k; n++) {
+		if (c->peak[0][n] <= 1 && c->peak[1][n] <= 1)
+			continue;
+		if (!any)
+			nk__strbuf_printf(b, "saturated (threads at once and peak load, 1 = what its cores serve at full "
+				    "speed):\n");
+		nk__strbuf_printf(b, "  node %d (%g core%s): %d threads, load %.2f -> %d threads, load %.2f\n", c->ids[n],
+			    c->cap[n], c->cap[n] == 1 ? "" : "s", c->peak_users[0][n], c->peak[0][n], c->peak_users[1][n],
+			    c->peak[1][n]);
+		any = 1;
+	}
+}
+
 static int text_out(struct wi_ctx *c, char **out)
 {
 	const struct nk__analysis *a = c->a;
@@ -858,9 +1116,13 @@ static int text_out(struct wi_ctx *c, char **out)
 	else
 		nk__strbuf_printf(&b, "latency: %s (unmeasured pairs: 80 ns x SLIT distance / 10)\n",
 			!strcmp(ls, "slit") ? "not measured" : "partly measured");
-	nk__strbuf_printf(&b, "bandwidth: %s\n",
-		any_bw(c) ? "measured (stall = the larger of latency and bandwidth bound)"
-			  : "not measured (no bandwidth bound: stall is latency only)");
+	if (c->dflt) {
+		nk__strbuf_printf(&b, "bandwidth: default model (not measured: a node serves as many threads at once as it "
+			    "has cores,\n  %.0f MB/s each; above that its accesses slow down in proportion)\n", WI_THREAD_MBS);
+		sat_text(c, &b);
+	} else {
+		nk__strbuf_printf(&b, "bandwidth: measured (stall = the larger of latency and bandwidth bound)\n");
+	}
 	if (c->pinned) {
 		int *l = malloc((size_t)c->team * sizeof(int));
 		char *txt = NULL;
@@ -919,6 +1181,7 @@ static int text_out(struct wi_ctx *c, char **out)
 			rest[s].remote += wv->s[s].remote;
 			rest[s].unknown += wv->s[s].unknown;
 			rest[s].lat_ns += wv->s[s].lat_ns;
+			rest[s].cont_ns += wv->s[s].cont_ns;
 			for (int n = 0; n < c->k; n++)
 				rest[s].bytes[n] += wv->s[s].bytes[n];
 		}
@@ -963,7 +1226,7 @@ static json_t *jfrac(double f)
 	return f < 0 ? json_null() : json_real(f);
 }
 
-static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x)
+static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x, int total_scen)
 {
 	json_t *o = json_object();
 	double b = bw_ns(c, x);
@@ -979,6 +1242,16 @@ static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x)
 	for (int n = 0; n < c->k; n++)
 		json_array_append_new(served, json_integer((json_int_t)(x->bytes[n] / WI_LINE_BYTES)));
 	json_object_set_new(o, "served", served);
+	json_object_set_new(o, "contention_ms", c->dflt ? json_real(x->cont_ns / 1e6) : json_null());
+	if (total_scen >= 0 && c->dflt) { /* the whole scenario's: each node's peak over the windows */
+		json_t *ld = json_array(), *us = json_array();
+		for (int n = 0; n < c->k; n++) {
+			json_array_append_new(ld, json_real(c->peak[total_scen][n]));
+			json_array_append_new(us, json_integer(c->peak_users[total_scen][n]));
+		}
+		json_object_set_new(o, "node_load", ld);
+		json_object_set_new(o, "node_threads", us);
+	}
 	return o;
 }
 
@@ -1011,6 +1284,18 @@ static int json_out(struct wi_ctx *c, char **out)
 	json_object_set_new(mach, "latency", json_string(lat_source(c)));
 	json_object_set_new(mach, "fallback_ns_per_distance_10", json_real(WI_FALLBACK_NS));
 	json_object_set_new(mach, "bandwidth_measured", json_boolean(any_bw(c)));
+	json_object_set_new(mach, "bandwidth", json_string(c->dflt ? "default model" : "measured"));
+	if (c->dflt) {
+		json_t *bm = json_object(), *nm = json_array();
+		for (int n = 0; n < c->k; n++)
+			json_array_append_new(nm, json_real(c->cap[n] * WI_THREAD_MBS));
+		json_object_set_new(bm, "thread_mbs", json_real(WI_THREAD_MBS));
+		json_object_set_new(bm, "node_mbs", nm);
+		json_object_set_new(bm, "windows", json_integer(c->nwin));
+		json_object_set_new(mach, "bandwidth_model", bm);
+	} else {
+		json_object_set_new(mach, "bandwidth_model", json_null());
+	}
 	json_object_set_new(mach, "threads_remapped", json_boolean(c->remap_threads));
 	json_object_set_new(r, "machine", mach);
 	if (c->pinned) {
@@ -1045,16 +1330,16 @@ static int json_out(struct wi_ctx *c, char **out)
 		for (size_t i = 0; i < wv->n_entries; i++)
 			json_array_append_new(el, entry_json(c->ents[wv->entries[i]].e));
 		json_object_set_new(o, "entries", el);
-		json_object_set_new(o, "profiled", scen_json(c, &wv->s[0]));
-		json_object_set_new(o, "planned", scen_json(c, &wv->s[1]));
+		json_object_set_new(o, "profiled", scen_json(c, &wv->s[0], -1));
+		json_object_set_new(o, "planned", scen_json(c, &wv->s[1], -1));
 		json_object_set_new(o, "migration_bytes", json_integer((json_int_t)wv->mig_bytes));
 		json_object_set_new(o, "migration_mib", json_real((double)wv->mig_bytes / 1048576.0));
 		json_array_append_new(vars, o);
 	}
 	json_object_set_new(r, "variables", vars);
 	json_object_set_new(tot, "samples", json_integer((json_int_t)a->n_attr));
-	json_object_set_new(tot, "profiled", scen_json(c, &c->tot[0]));
-	json_object_set_new(tot, "planned", scen_json(c, &c->tot[1]));
+	json_object_set_new(tot, "profiled", scen_json(c, &c->tot[0], 0));
+	json_object_set_new(tot, "planned", scen_json(c, &c->tot[1], 1));
 	json_object_set_new(tot, "migration_bytes", json_integer((json_int_t)c->mig_total));
 	json_object_set_new(tot, "migration_mib", json_real((double)c->mig_total / 1048576.0));
 	json_object_set_new(r, "total", tot);
@@ -1107,6 +1392,14 @@ static void ctx_free(struct wi_ctx *c)
 	free(c->lat);
 	free(c->lat_used);
 	free(c->bw);
+	free(c->cap);
+	for (int s = 0; s < 2; s++) {
+		free(c->ld[s]);
+		free(c->ns[s]);
+		free(c->fac[s]);
+		free(c->peak[s]);
+		free(c->peak_users[s]);
+	}
 	free(c->mem_nodes);
 	free(c->cpu_nodes);
 	free(c->thr_prof);
@@ -1174,7 +1467,7 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
 		goto out;
 	}
-	if ((rc = setup_entries(&c)) || (rc = setup_pinning(&c)) || (rc = setup_threads(&c)))
+	if ((rc = setup_entries(&c)) || (rc = setup_pinning(&c)) || (rc = setup_threads(&c)) || (rc = setup_windows(&c)))
 		goto out;
 	setup_pages(&c);
 	if ((rc = count_all(&c)))
@@ -1227,9 +1520,15 @@ int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, cons
 	w->c.err = err;
 	w->c.given_machine = 1;
 	w->c.node_map = node_map;
-	if ((rc = load_machine(&w->c)) || (rc = setup_threads(&w->c)))
+	if ((rc = load_machine(&w->c)) || (rc = setup_threads(&w->c)) || (rc = setup_windows(&w->c)))
 		goto fail;
 	setup_pages(&w->c);
+	/* the default bandwidth model's base: every sample as profiled (an evaluation replaces one variable's) */
+	for (size_t i = 0; w->c.dflt && i < a->n_attr; i++) {
+		int tn, pn, r;
+		replay(&w->c, &a->attr[i], NULL, 1, &tn, &pn, &r);
+		load_add(&w->c, 0, &a->attr[i], tn, pn, 1);
+	}
 	w->vstart = calloc(a->n_vars + 1, sizeof(size_t));
 	w->vidx = malloc((a->n_attr ? a->n_attr : 1) * sizeof(uint32_t));
 	size_t *fill = malloc((a->n_vars ? a->n_vars : 1) * sizeof(size_t));
@@ -1259,6 +1558,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	struct wi_ctx *c = &w->c;
 	struct wi_entry we;
 	struct wi_acc x;
+	int16_t *nodes = NULL;
+	double *by_node = NULL;
 	int rc = 0;
 
 	memset(&we, 0, sizeof(we));
@@ -1268,7 +1569,11 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 		return nk__error(err, NK_EINVAL, "whatif: no variable %zu", var);
 	if (e && (rc = entry_init(c, &we, e)))
 		goto out;
-	if (!(x.bytes = calloc((size_t)c->k, sizeof(uint64_t)))) {
+	size_t nv = w->vstart[var + 1] - w->vstart[var];
+	x.bytes = calloc((size_t)c->k, sizeof(uint64_t));
+	nodes = malloc((nv ? nv : 1) * 2 * sizeof(int16_t));
+	by_node = calloc((size_t)c->k, sizeof(double));
+	if (!x.bytes || !nodes || !by_node) {
 		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
 		goto out;
 	}
@@ -1276,12 +1581,51 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 		const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
 		int tn, pn;
-		if (uses && (s->init || s->fini))
-			continue;
 		replay(c, s, e ? &we : NULL, 1, &tn, &pn, &rc);
 		if (rc)
 			goto out;
+		nodes[2 * (k - w->vstart[var])] = (int16_t)tn;
+		nodes[2 * (k - w->vstart[var]) + 1] = (int16_t)pn;
+		if (uses && (s->init || s->fini))
+			continue;
 		count(c, &x, tn, pn, s->weight);
+	}
+	out->sat_node = -1;
+	out->sat_threads = 0;
+	out->sat_load = 0;
+	if (c->dflt) {
+		/* the loads of whatif's planned scenario for this one entry: the other variables as profiled, this
+		 * one's accesses (a site's fill and teardown included: they load the node all the same) moved */
+		size_t nt = c->a->n_threads ? c->a->n_threads : 1;
+		memcpy(c->ld[1], c->ld[0], (size_t)c->nwin * nt * (size_t)c->k * sizeof(uint64_t));
+		memcpy(c->ns[1], c->ns[0], (size_t)c->nwin * nt * sizeof(uint64_t));
+		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
+			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
+			int tp, pp;
+			replay(c, s, NULL, 1, &tp, &pp, &rc);
+			load_add(c, 1, s, tp, pp, -1);
+			load_add(c, 1, s, nodes[2 * (k - w->vstart[var])], nodes[2 * (k - w->vstart[var]) + 1], 1);
+		}
+		if ((rc = load_factors(c, 1)))
+			goto out;
+		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
+			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
+			int tn = nodes[2 * (k - w->vstart[var])], pn = nodes[2 * (k - w->vstart[var]) + 1];
+			if (uses && (s->init || s->fini))
+				continue;
+			double d = contention(c, 1, s, tn, pn);
+			x.cont_ns += d;
+			if (pn >= 0)
+				by_node[pn] += d;
+		}
+		double most = 0;
+		for (int n = 0; n < c->k; n++)
+			if (by_node[n] > most) {
+				most = by_node[n];
+				out->sat_node = c->ids[n];
+				out->sat_threads = c->peak_users[1][n];
+				out->sat_load = c->peak[1][n];
+			}
 	}
 	if (c->a->runs > 1)
 		acc_means(c, &x, (uint64_t)c->a->runs);
@@ -1292,7 +1636,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	out->unknown = x.unknown;
 	out->remote_fraction = remote_frac(&x);
 	out->latency_ms = x.lat_ns / 1e6;
-	out->bandwidth_ms = b < 0 ? -1 : b / 1e6;
+	out->bandwidth_ms = c->dflt || b < 0 ? -1 : b / 1e6;
+	out->contention_ms = c->dflt ? x.cont_ns / 1e6 : -1;
 	out->stall_ms = stall_ms(c, &x);
 	out->busiest_node = -1;
 	for (int n = 0; n < c->k; n++) {
@@ -1306,6 +1651,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 out:
 	entry_fini(&we);
 	free(x.bytes);
+	free(nodes);
+	free(by_node);
 	return rc;
 }
 

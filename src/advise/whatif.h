@@ -28,10 +28,39 @@ struct nk__whatif_pred {
 	double remote_fraction;  /* remote / (local + remote), -1 when no access has both nodes known */
 	double latency_ms;       /* latency term */
 	double bandwidth_ms;     /* bandwidth term, -1 when no node's bandwidth is measured */
-	double stall_ms;         /* max(latency, bandwidth) */
+	double contention_ms;    /* the default bandwidth model's term (no bandwidth measured), -1 when measured */
+	double stall_ms;         /* max(latency, bandwidth) measured; latency + contention under the default model */
 	int busiest_node;        /* the node serving most of its accesses, -1 none */
 	double busiest_share;    /* the share of its accesses (node known) that node serves, 0 none */
+	/* default bandwidth model: the node whose saturation costs its accesses most (-1 none saturated), the
+	 * most threads that read it in one time window, and its peak load (1 = what it serves at full speed) */
+	int sat_node, sat_threads;
+	double sat_load;
 };
+
+/*
+ * The default bandwidth model (no bandwidth measured; docs/whatif.md, "Bandwidth and contention"), as
+ * pure functions.  The run is cut into time windows; in a window each thread that made sampled accesses
+ * is one streaming thread, its demand shared out among the nodes in proportion to its accesses there.
+ */
+
+/** Time windows for @p samples samples of @p threads threads: about 16 samples per thread each, 1 to 64. */
+int nk__whatif_windows(uint64_t samples, size_t threads);
+
+/**
+ * The load of each of @p k nodes in one window: @p acc[t * k + n] the accesses thread t made to node n in
+ * it (@p threads threads), @p samples[t] the samples behind thread t's (NULL: exact), @p cap[n] the
+ * streaming threads node n serves at full speed (> 0).  Writes @p load[n] = L / cap[n], L the lower end of
+ * the 95 % bound (z 1.96) of the sum over threads of the share p of their accesses going to n, each share
+ * known to a variance p (1 - p) / samples (0 at least), and, when @p users is not NULL, users[n] the
+ * threads that accessed n.  A node is saturated only as far as the samples tell.  @p var: k doubles of
+ * workspace, needed with @p samples (NULL otherwise).
+ */
+void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
+		      double *load, int *users, double *var);
+
+/** The factor by which a node of load @p load slows its accesses: the load when above 1, else 1. */
+double nk__whatif_slowdown(double load);
 
 /**
  * The model of analysis @p a on machine @p m (the target: node ids of entries are its ids).  Profiled nodes

@@ -11,7 +11,9 @@
  *       (as ASLR would), and other-program.nkp (hotspot of ./mesher); and
  *       stretched.nkp (hotspot's, its pagefault rounds few and spaced out by the cost cap: not covered),
  *       dropped.nkp (hotspot's, its budget spent: samples dropped, so it
- *       does not cover the run).
+ *       does not cover the run); contention.nkp (issue 21's FFT: three arrays on node 0 read
+ *       all over by 4 threads in step, on a machine of 4 nodes of one core: the default
+ *       bandwidth model's hot spot).
  *       For job profiles (issue 14): DIR/job.nkp/rank-0.nkp .. rank-3.nkp, the
  *       ranks of one Open MPI job (id 4242) on hosts n0 (ranks 0-1) and n1
  *       (2-3, a machine with other distances), each a process of its own
@@ -263,6 +265,29 @@ static void build_advise(struct gen *g)
 				       NK__ACC_READ, 0, 3);
 }
 
+/*
+ * For the default bandwidth model (issue 21 §2; machine: 4 nodes of one core): issue 21's FFT, three
+ * 256 KiB arrays re, im and tw that thread 0 initialises (every page first touched on node 0), then read
+ * all over by 4 threads in step, thread t on node t: node 0 serves the 4 threads at once.
+ */
+static void build_contention(struct gen *g)
+{
+	static const char *const arrays[] = { "re", "im", "tw" };
+	init(g, 4, 1, "trace");
+	for (int v = 0; v < 3; v++)
+		name(g, BASE + ((uint64_t)v << 24), 64 * PAGE, arrays[v]);
+	uint64_t t = 50;
+	for (int v = 0; v < 3; v++)
+		for (int pg = 0; pg < 64; pg++)
+			sample(g, t++, BASE + ((uint64_t)v << 24) + pg * PAGE, 0x400a10, 0, 0, 0, NK__ACC_WRITE,
+			       NK__SF_FIRST_TOUCH, 0);
+	for (int k = 0; k < 128; k++)
+		for (int th = 0; th < 4; th++)
+			for (int v = 0; v < 3; v++)
+				sample(g, t++, BASE + ((uint64_t)v << 24) + (uint64_t)((th * 16 + k * 5) % 64) * PAGE,
+				       0x400b20, th, th, 0, NK__ACC_READ, 0, 0);
+}
+
 /* RUN and END state the sample count: rewrite them once the samples are in. */
 static void finish(struct gen *g)
 {
@@ -344,6 +369,8 @@ static void build(struct gen *g, const char *what)
 		build_onethread(g);
 	else if (!strcmp(what, "advise"))
 		build_advise(g);
+	else if (!strcmp(what, "contention"))
+		build_contention(g);
 	else if (!strncmp(what, "rank", 4) && what[4] >= '0' && what[4] <= '3' && !what[5])
 		build_rank(g, what[4] - '0');
 	else if (!strncmp(what, "maprank", 7) && what[7] >= '0' && what[7] <= '3' && !what[8])
@@ -504,6 +531,15 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/other-program.nkp", argv[1]);
 	write_profile(&g, path, 0);
 	free_gen(&g);
+	/* issue 21's FFT on 4 nodes of one core */
+	prog = "./fft";
+	machine_desc = "nodes=4 cores=1 mem=1G dist=10:21 l2=256K l3=8M";
+	build(&g, "contention");
+	snprintf(path, sizeof(path), "%s/contention.nkp", argv[1]);
+	write_profile(&g, path, 0);
+	free_gen(&g);
+	machine_desc = "nodes=2 cores=4 mem=1G dist=10:21 l2=256K l3=8M";
+	prog = "./mesher";
 	/* a job of 4 ranks on two hosts (the second a machine with other distances), and parts it refuses */
 	snprintf(path, sizeof(path), "%s/job.nkp", argv[1]);
 	mkdir(path, 0777);

@@ -780,6 +780,193 @@ static void test_public_plan(void **state)
 	nk_profile_free(p);
 }
 
+
+/* ------------------------------------------------ the default bandwidth model (issue 21 §2) */
+
+/* The pure parts: windows, loads (with their lower bound), slowdown. */
+static void test_bandwidth_pure(void **state)
+{
+	(void)state;
+	assert_int_equal(nk__whatif_windows(0, 4), 1);
+	assert_int_equal(nk__whatif_windows(63, 4), 1);
+	assert_int_equal(nk__whatif_windows(512, 4), 8);   /* 16 samples per thread and window */
+	assert_int_equal(nk__whatif_windows(1u << 30, 4), 64);
+	assert_int_equal(nk__whatif_windows(100, 0), 6);
+
+	const double cap1[4] = { 1, 1, 1, 1 }, cap2[4] = { 2, 2, 2, 2 };
+	double load[4], var[4];
+	int users[4];
+	/* every thread reads node 0 only: a node of one core serves 4 threads, exactly (no spread to doubt) */
+	const uint64_t hot[16] = { 5, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 30, 0, 0, 0 };
+	const uint64_t n16[4] = { 16, 16, 16, 16 };
+	nk__whatif_loads(hot, n16, 4, 4, cap1, load, users, var);
+	NEAR(load[0], 4);
+	NEAR(load[1], 0);
+	assert_int_equal(users[0], 4);
+	assert_int_equal(users[1], 0);
+	nk__whatif_loads(hot, n16, 4, 4, cap2, load, NULL, var);
+	NEAR(load[0], 2);
+	/* each thread on its own node: every node at its capacity, not above */
+	const uint64_t own[16] = { 9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9, 0, 0, 0, 0, 9 };
+	nk__whatif_loads(own, NULL, 4, 4, cap1, load, users, NULL);
+	for (int n = 0; n < 4; n++) {
+		NEAR(load[n], 1);
+		assert_int_equal(users[n], 1);
+		NEAR(nk__whatif_slowdown(load[n]), 1);
+	}
+	/* a thread that is not running in the window (no accesses) loads nothing; one split 3:1 loads 0.75 and 0.25 */
+	const uint64_t split[8] = { 3, 1, 0, 0, 0, 0, 0, 0 };
+	nk__whatif_loads(split, NULL, 2, 4, cap1, load, users, NULL);
+	NEAR(load[0], 0.75);
+	NEAR(load[1], 0.25);
+	assert_int_equal(users[0], 1);
+	/* the same shares from 16 samples: the load is the lower 95 % bound, 0.75 - 1.96 sqrt(0.75 x 0.25 / 16) */
+	const uint64_t n1[2] = { 16, 0 };
+	nk__whatif_loads(split, n1, 2, 4, cap1, load, NULL, var);
+	NEAR(load[0], 0.75 - 1.96 * sqrt(0.75 * 0.25 / 16));
+	/* 4 threads spread evenly over 4 nodes from 16 samples each: 1 at best, not saturated as far as the
+	 * samples tell (1 - 1.96 sqrt(4 x 0.25 x 0.75 / 16)) */
+	const uint64_t even[16] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
+	nk__whatif_loads(even, n16, 4, 4, cap1, load, NULL, var);
+	NEAR(load[2], 1 - 1.96 * sqrt(4 * 0.25 * 0.75 / 16));
+	/* a bound below 0 is 0 */
+	const uint64_t one[4] = { 1, 1, 1, 1 }, n4[1] = { 4 };
+	nk__whatif_loads(one, n4, 1, 4, cap1, load, NULL, var);
+	NEAR(load[0], 0);
+	NEAR(nk__whatif_slowdown(0), 1);
+	NEAR(nk__whatif_slowdown(0.99), 1);
+	NEAR(nk__whatif_slowdown(3.5), 3.5);
+}
+
+#define M4ONE "nodes=4 cores=1 mem=1G dist=10:20 l2=256K"
+
+/*
+ * "arr", 64 pages; 4 threads, thread t on node t, in step: at each step every thread reads one page, thread
+ * t page (t + k) mod 64 at step k, 128 steps (512 samples, 8 windows of 16 steps).  Pages on node
+ * @p page_node, or with @p page_node < 0 each thread's pages on its own node (thread t reads its quarter).
+ */
+static nk_profile *in_step(const char *mdesc, int page_node)
+{
+	struct pbuild b;
+	pb_init(&b, mdesc, 4);
+	pb_name(&b, BASE, NPAGES * PAGE, "arr");
+	uint64_t t = 10;
+	for (int k = 0; k < 128; k++)
+		for (int th = 0; th < 4; th++) {
+			int pg = page_node < 0 ? th * 16 + k % 16 : (th + k) % NPAGES;
+			pb_sample(&b, t++, BASE + (uint64_t)pg * PAGE + 64 * (uint64_t)(k / 64), th, th,
+				  page_node < 0 ? th : page_node, 0, 0);
+		}
+	nk_profile *p = profile_of(&b);
+	pb_free(&b);
+	return p;
+}
+
+static const char *str_at(const json_t *o, const char *a, const char *b)
+{
+	const json_t *x = json_object_get(json_object_get(o, a), b);
+	return json_is_string(x) ? json_string_value(x) : NULL;
+}
+
+/* A node that serves every thread saturates; spreading relieves it; a program on its own nodes never. */
+static void test_contention(void **state)
+{
+	(void)state;
+	nk_profile *p = in_step(M4ONE, 0);
+	nk_advice *a = plan_new();
+	plan_add(a, "name:arr", "cyclic", NK__WHEN_ALLOC, NULL);
+	json_t *j = whatif_json(p, NULL, a);
+	assert_string_equal(str_at(j, "machine", "bandwidth"), "default model");
+	const json_t *bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(num(bm, "thread_mbs"), 8000);
+	NEAR(num(bm, "windows"), 8);
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 0)), 8000); /* 1 core */
+	/* as profiled: 128 local reads (thread 0) x 80 ns, 384 remote x 160 ns; node 0 serves the 4 threads
+	 * at once with the capacity of 1: every access takes 4 times as long */
+	double lat = (128 * 80.0 + 384 * 160.0) / 1e6;
+	NEAR(num(j, "total.profiled.latency_ms"), lat);
+	NEAR(num(j, "total.profiled.contention_ms"), 3 * lat);
+	NEAR(num(j, "total.profiled.stall_ms"), 4 * lat);
+	const json_t *pl = json_object_get(json_object_get(j, "total"), "profiled");
+	NEAR(json_number_value(json_array_get(json_object_get(pl, "node_load"), 0)), 4);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(pl, "node_threads"), 0)), 4);
+	assert_true(json_is_null(json_object_get(pl, "bandwidth_ms")));
+	/* interleaved: each thread's 16 pages of a window on the 4 nodes evenly, one thread's worth a node (less
+	 * its doubt): no contention; the latency is the same (a quarter local), the stall a quarter */
+	NEAR(num(j, "total.planned.latency_ms"), lat);
+	NEAR(num(j, "total.planned.contention_ms"), 0);
+	NEAR(num(j, "total.planned.stall_ms"), lat);
+	NEAR(num(var_of(j, "arr"), "profiled.contention_ms"), 3 * lat);
+	json_decref(j);
+	/* the text says which bandwidth was used and which node saturates */
+	char *out = NULL;
+	nk_error err = { 0, "" };
+	assert_int_equal(nk_profile_whatif(p, NULL, a, NK_REPORT_TEXT, &out, &err), 0);
+	assert_non_null(strstr(out, "bandwidth: default model"));
+	assert_non_null(strstr(out, "\n  node 0 (1 core): 4 threads, load 4.00 -> 4 threads, load 0.58\n"));
+	free(out);
+	plan_free(a);
+
+	/* measured bandwidth: its bound, not the default model */
+	nk_machine *m = nk_test_synth(M4ONE);
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 1000.0), 0);
+	a = plan_new();
+	plan_add(a, "name:arr", "cyclic", NK__WHEN_ALLOC, NULL);
+	j = whatif_json(p, m, a);
+	assert_string_equal(str_at(j, "machine", "bandwidth"), "measured");
+	assert_true(json_is_null(json_object_get(json_object_get(j, "machine"), "bandwidth_model")));
+	pl = json_object_get(json_object_get(j, "total"), "profiled");
+	assert_true(json_is_null(json_object_get(pl, "contention_ms")));
+	assert_null(json_object_get(pl, "node_load"));
+	NEAR(num(j, "total.profiled.bandwidth_ms"), 512 * 64 * 1000.0 / 1000.0 / 1e6);
+	json_decref(j);
+	plan_free(a);
+	nk_machine_free(m);
+	nk_profile_free(p);
+
+	/* each thread on its own node's pages: every node at its capacity, never above: latency alone; binding
+	 * it all to node 0 would make node 0 serve the 4 threads */
+	p = in_step(M4ONE, -1);
+	a = plan_new();
+	plan_add(a, "name:arr", "bind:nodes=0", NK__WHEN_ALLOC, NULL);
+	j = whatif_json(p, NULL, a);
+	NEAR(num(j, "total.profiled.contention_ms"), 0);
+	NEAR(num(j, "total.profiled.stall_ms"), 512 * 80.0 / 1e6);
+	lat = (128 * 80.0 + 384 * 160.0) / 1e6;
+	NEAR(num(j, "total.planned.latency_ms"), lat);
+	NEAR(num(j, "total.planned.contention_ms"), 3 * lat);
+	json_decref(j);
+	plan_free(a);
+	nk_profile_free(p);
+
+	/* a node's capacity is its cores, not its hardware threads: 2 cores of 2 threads each serve 2 threads */
+	m = nk_test_synth("nodes=4 cores=2 smt=2 mem=1G dist=10:20 l2=256K");
+	p = in_step(M4ONE, 0);
+	a = plan_new();
+	plan_add(a, "name:arr", "none", NK__WHEN_ALLOC, NULL);
+	j = whatif_json(p, m, a);
+	bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 3)), 2 * 8000);
+	NEAR(num(j, "total.profiled.contention_ms"), (4.0 / 2 - 1) * (128 * 80.0 + 384 * 160.0) / 1e6);
+	json_decref(j);
+	plan_free(a);
+	nk_profile_free(p);
+	nk_machine_free(m);
+
+	/* the same in-step hot spot on nodes of 4 cores: node 0 serves 4 threads at its capacity, no more */
+	p = in_step("nodes=4 cores=4 mem=1G dist=10:20 l2=256K", 0);
+	a = plan_new();
+	plan_add(a, "name:arr", "none", NK__WHEN_ALLOC, NULL);
+	j = whatif_json(p, NULL, a);
+	NEAR(num(j, "total.profiled.contention_ms"), 0);
+	NEAR(num(j, "total.profiled.stall_ms"), (128 * 80.0 + 384 * 160.0) / 1e6);
+	json_decref(j);
+	plan_free(a);
+	nk_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -789,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_text_and_errors), cmocka_unit_test(test_public_plan),
 		cmocka_unit_test(test_unknown), cmocka_unit_test(test_many_variables),
 		cmocka_unit_test(test_move),
+		cmocka_unit_test(test_bandwidth_pure), cmocka_unit_test(test_contention),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
