@@ -6,8 +6,10 @@
  * nk_machine_load_fsroot.  A part that is the one byte '\x02' leaves its file
  * absent, as do the files after the last part, so the fallbacks of older
  * layouts are reached too (no cpu/online, no nodeN/cpulist...).  Any machine
- * that loads must serialise and reload, its notes included.
+ * that loads must serialise and reload, its notes included.  The tree is removed at exit (libFuzzer
+ * and the replay driver both exit through exit()), so that neither leaves a folder in /tmp per run.
  */
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +69,24 @@ static void mkparents(const char *path)
 		}
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+static void cleanup(void)
+{
+	nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	if (!root[0]) {
 		snprintf(root, sizeof root, "/tmp/nk-fuzz-fsroot-%ld", (long)getpid());
 		mkdir(root, 0755);
+		atexit(cleanup);
 	}
 	size_t start = 0, k = 0;
 	for (size_t i = 0; i <= size && k < NFILES; i++) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The one test command (README; CI runs it through .ci/run). On a fresh Debian 12 machine, as root:
 #   1. scripts/setup.sh            install what is missing (idempotent)
-#   2. build/        configure + build, ctest everything but the guests (unit, cli, ...)
+#   2. build/        configure + build, ctest everything but the guests (unit, cli, abi, fuzz-replay: each
+#                    fuzz target's corpus replayed by fuzz/replay.c, ...)
 #   3. build-asan/   -DNK_SANITIZE=address,undefined, the same ctest
+#                    (ctest -L/-LE take regexes: '^fuzz$' is libFuzzer's label, not fuzz-replay's)
 #   4. build-tsan/   -DNK_SANITIZE=thread, the threaded unit tests
 #      build-fuzz/   clang + -DNK_BUILD_FUZZ=ON, ctest -L fuzz (bounded runs from the seed corpora)
 #   5. consumer      install build/ into a temporary prefix, build tests/consumer/ with pkg-config
@@ -91,7 +93,7 @@ else
     hdr "sanitizers (build-asan/, address,undefined)"
     if build_step asan build-asan -DNK_SANITIZE=address,undefined -DNK_GUEST_TESTS=OFF; then
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-            ctest_step asan build-asan -LE 'guest|fuzz'
+            ctest_step asan build-asan -LE '^(guest|fuzz)$'
     fi
 fi
 
@@ -117,7 +119,7 @@ if skipped_step fuzz; then
 elif [ -f fuzz/CMakeLists.txt ]; then
     hdr "fuzz smoke (build-fuzz/, clang + libFuzzer)"
     if CC=clang build_step fuzz build-fuzz -DNK_BUILD_FUZZ=ON -DNK_GUEST_TESTS=OFF; then
-        ctest_step fuzz build-fuzz -L fuzz
+        ctest_step fuzz build-fuzz -L '^fuzz$'
     fi
 fi
 
