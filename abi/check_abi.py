@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The ABI check of libnumakit.so (ctest abi.libnumakit, label abi; docs/architecture.md "Tests").
 
 Compares what the built library exports (readelf --dyn-syms: every defined global symbol with its version)

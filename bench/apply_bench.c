@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * apply_bench: re-placing touched memory and placing untouched memory, numakit
  * against the alternatives, as ratios measured in one run.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Accuracy check of `numakit bench` against independent references measured side by side:
 # a STREAM-style triad (ref_triad.c) and a random pointer chase (ref_chase.c), compiled with the
 # flags the library's kernels were compiled with (read from BUILD/compile_commands.json).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Slavin & Freeman's Table 1 on numakit: the Gaussian sparse matrix-vector product
 # (examples/spmv_gaussian) in the 4-node guest (tests/vm, topology 4n-slit, one cpu per node),
 # equipartition without migration vs FGDLS with migration, and the two modes in between.

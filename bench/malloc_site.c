@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Issue 19 §3: the cost of serving a site's allocations from its arena (numakit run --plan, layout blocks)
  * against the program's own malloc.  One allocation site (site(), not inlined, called from one place: one
  * key) in one of two loops: N malloc+free pairs, or N mallocs kept then freed; prints ns per malloc+free.

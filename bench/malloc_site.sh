@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 19 §3: the overhead of serving a site's allocations from its arena (numakit run --plan, "layout":
 # "blocks") against the program's own malloc.  bench/malloc_site.c (one site; N malloc+free pairs, or N
 # mallocs kept then freed) plain, under the plan runtime with the site not planned (the plan names another

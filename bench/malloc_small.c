@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Issue 19: the profiler's cost on a malloc-heavy program.  Allocates N blocks of SIZE bytes one by one
  * (writing each once, as a row-by-row grid does), then frees them; prints ns per malloc+free pair.
  * bench/malloc_small.sh runs it plain and under `numakit profile` (small blocks recorded) and prints

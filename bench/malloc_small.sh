@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 19: cost of recording small blocks by site.  bench/malloc_small.c plain and under the profiler
 # (pagefault sampler; every block below --min-size recorded), in the same script; prints the ratio.
 # Usage: bench/malloc_small.sh BUILD [N] [SIZE]

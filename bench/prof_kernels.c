@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Kernels of bench/profile_overhead.sh: what the pagefault sampler's overhead
  * is measured on.  Usage: prof_kernels triad|cg MIB ITERATIONS.
  *   triad  STREAM's a = b + s*c over three arrays of MIB MiB each (24 bytes moved per element)

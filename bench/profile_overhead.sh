@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Overhead of `numakit profile --sampler pagefault` (or SAMPLER=timer) at its default rate (issue 6: <= 5 % wall time)
 # on a STREAM-like triad and a CG-like kernel (bench/prof_kernels.c, built here with the system's
 # cc and OpenMP), each run plain and profiled in this same script, alternately, REPS times; prints

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Profiler overhead on a machine without numakit's command (the `device` of docs/bench.md: a 16-core
 # VM without apt, where the CLI, linked with libclang, is too large to carry): the runtime
 # libnumakit_prof.so is preloaded directly, plain vs pagefault vs timer, 5 alternating runs of the

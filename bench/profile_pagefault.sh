@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Overhead of the pagefault sampler (libnumakit_prof.so, preload/prof/pagefault.c) on a STREAM-like
 # triad (bench/ref_triad.c, its arrays one anonymous mmap that the runtime tracks): ROUNDS rounds of
 # (plain, under the runtime with NK_PROF_SAMPLER=pagefault), same binary, same script, alternating so

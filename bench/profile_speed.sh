@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The pagefault sampler against the trace ground truth at several program speeds (issue 13): boots the
 # 4n-slit guest once per -icount shift and, inside it, profiles known-truth programs of tests/guest with
 # both samplers, then prints per variable the remote fraction with its 95 % interval, the share of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Overhead of the trace sampler: one STREAM-like triad (a[i] = b[i] + 3 c[i], three heap arrays)
 # built twice with clang -O2, plain and through `numakit cc`, run in the same script:
 #   plain         clang -O2

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Reference pointer chase (lmbench lat_mem_rd style, random order), independent of libnumakit,
  * for bench/compare.sh.  Usage: ref_chase BYTES REPS STEPS
  * One pointer per 64-byte line, a random cyclic permutation built with its own generator

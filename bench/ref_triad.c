@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Reference STREAM-style triad, independent of libnumakit, for bench/compare.sh.
  * Usage: ref_triad BYTES REPS THREADS
  * Three arrays of BYTES/3 in total (as numakit cuts its buffer), a[i] = b[i] + 3*c[i],

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The numakit command: what the subcommands share.
  *
  * The command is a front end: it parses arguments, calls the public API of

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise: a placement plan (plan.json, docs/plan.md) from a profile,
  * and the check of a plan against a machine.  The decisions are the
  * library's (nk_profile_advise, nk_advice_check); this file reads the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit bench: measure the machine (latency, bandwidth, NUMA factor per
  * cpu node x memory node) and optionally save the matrices into a machine
  * file.  The measuring is the library's (nk_bench_run); this file parses

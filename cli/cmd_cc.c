@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit cc: build a program for the `trace` sampler of `numakit profile`.
  * Runs the compiler with clang's SanitizerCoverage load/store callbacks,
  * debug information and frame pointers, and links the profiler runtime

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit maps: where a running process's memory is, per mapping and node,
  * from /proc/PID/numa_maps (or a saved copy of it, --file).  The parsing is
  * the library's (nk_numamaps_*); this file lays the table out.

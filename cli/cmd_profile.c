@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit profile: run a program under the data-centric profiler and write
  * its profile (nk_profile_run; docs/profile.md, numakit-profile(1)).
  *

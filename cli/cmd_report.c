@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit report: what a profile written by `numakit profile` means.  The
  * loading, attribution, analysis and formatting are the library's
  * (nk_profile_load / nk_profile_report / nk_profile_sharing); this file

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit run: start an unmodified program under a process-wide memory
  * policy and cpu set.  Both are set on this process (the library checks
  * them against the machine model and makes the system calls), then the

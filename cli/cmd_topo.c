@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit topo: show a machine's memory topology, as a person wants to see it
  * at a glance, or as the machine file (--json) for tools.
  *

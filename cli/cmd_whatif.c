@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit whatif: what a placement plan would do to a profiled run.  The
  * model is the library's (nk_profile_whatif, docs/whatif.md); this file
  * loads the profile, the plan (--plan FILE, or an empty one) and the

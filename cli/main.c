@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit: git-style dispatcher.  `numakit [--version] [--help] CMD [ARGS]`.
  *
  * Adding a subcommand: write cmd_NAME.c with cli_cmd_NAME() and its usage

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numactl's node and cpu specs (nodespec.h).  The grammar is numactl's
  * (libnuma's numa_parse_nodestring/numa_parse_cpustring as numactl(8)
  * documents it); two choices are ours, both stricter where numactl would

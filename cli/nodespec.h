@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numactl's node and cpu specs (numactl(8)), for numakit run's numactl
  * options: pure text handling against an allowed set handed in, no machine
  * and no system call, so that tests/unit/test_nodespec.c and

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank maps (rankfile.h): Open MPI's rankfile and numakit's numakit-rank-map JSON, read into one list of
  * slots.  Every refusal is one line naming where (the line, or the map's index) and what was expected,
  * because the file is often written by hand or by another tool.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank maps for `numakit run --rank-map FILE` and `numakit whatif --rank-map FILE` (issue 14 §3): which
  * host and node (or which cpus) each rank of a job gets.  Two formats, told apart by their first
  * character:

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit run inside a parallel job (issue 14, docs/run.md "MPI jobs"):
  * which rank this is (nk_job_detect on the environment), the host's
  * share-out among the local ranks (nk_job_layout_build), and the

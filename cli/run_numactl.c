@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit run's numactl options (numactl(8), issue 16): what the command
  * prints for -H/--hardware and -s/--show, in numactl's format so that the
  * scripts that grep numactl's output read ours, the sets numactl's node and

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit run --rank-map FILE (issue 14 §3, docs/run.md "A rank map"): the rank finds itself in the map
  * that `numakit advise --ranks` wrote (an Open MPI rankfile or numakit's JSON, cli/rankfile.c) and takes
  * its slot as its share: the slot's cpus (a rankfile) or the allowed cpus of its node (JSON), and the

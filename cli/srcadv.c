@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source: the pure half (decide, patch, print); see
  * srcadv.h.  No libclang here, so the unit tests reach it on hand-written
  * facts.

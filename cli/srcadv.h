@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source: the source advisor (issue 7, section 5;
  * docs/source-advisor.md).
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source: the scan, with libclang's C API (clang 14).
  *
  * Why two parses: clang 14's C API shows an OpenMP directive's associated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The command's one growing string (cli/strbuf.h). */
 #include <stdarg.h>
 #include <stdio.h>

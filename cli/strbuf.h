@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The command's one growing string, for every cli/ file that builds text.  The command uses only the
  * public API, so this is its own and not the library's src/util/strbuf.h. */
 #ifndef NK_CLI_STRBUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the subcommands: diagnostics, machine sources, formatting. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CLI parsers' refusal line (why.h). */
 #include "why.h"
 

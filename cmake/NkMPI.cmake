@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nk_find_mpis(<out>): the MPIs whose C compile and link flags pkg-config knows (Debian: libopenmpi-dev's
 # ompi-c, mpich's mpich), as names in <out> (openmpi, mpich), each the imported target PkgConfig::NK_MPI_<name>
 # (GLOBAL: one lookup serves every folder).  numakit links none of them: preload/mpi/ takes their headers

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * bt_sweep — the bt transformation of Majo & Gross (§4.1-§5): a 2D array
  * swept x-wise (a recurrence along each row) and then y-wise (along each
  * column), once with plain static scheduling and once with a block_exclusive

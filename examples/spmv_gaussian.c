@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * spmv_gaussian — Slavin & Freeman's experiment (§5.2, Table 1) with numakit's
  * FGDLS: y = A x repeated over outer iterations, A an N x N sparse matrix in
  * CSR whose row r holds 1 + round(P exp(-z^2/2)) non-zeros, z = (r - N/2) /

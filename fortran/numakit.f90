@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! numakit — Fortran interface (module numakit) to the thread placement and
 ! loop schedule part of libnumakit, through ISO_C_BINDING.
 !

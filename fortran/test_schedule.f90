@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! Fortran use of the numakit module (ctest unit.fortran_schedule): the schedules called through
 ! ISO_C_BINDING from inside OpenMP parallel regions.  Every thread records the iterations it is
 ! given; the union over the team must be the loop exactly once.  Exact small cases and errors too.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The sysfs/procfs reader on fuzzed trees.  The input is split at '\x01'
  * bytes into the contents of the files the reader parses (list files, hex
  * masks, meminfo, distance rows, /proc/self/status, mounts and cgroup

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the job reader's parsers (src/profile/job.c): the peek at a profile's first records
  * (nk__job_peek_buffer: file header, RUN and its "job" object, META's executable) and the checks that
  * rank files are one job (nk__job_check).

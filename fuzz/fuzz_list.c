@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the id-list, hex-mask and size parsers (the text of every sysfs
  * cpulist, every --cpus option and every list in a machine file).  Besides
  * "never crash", it checks that a parsed list formats to text that parses

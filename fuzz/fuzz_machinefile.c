@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the machine-file reader.  Corrupt input must be rejected with a
  * message; accepted input must serialise to a file that reloads to the same
  * text (the writer and reader agree on everything the reader accepts).

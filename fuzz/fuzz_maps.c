@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the symboliser's /proc/PID/maps parser (nk__sym_open): the maps texts
  * come from a profile file, i.e. user input.  The input is split at NUL bytes
  * into up to 8 texts (a process's maps read several times; later ones win).

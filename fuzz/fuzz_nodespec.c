@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz numactl's node and cpu specs of numakit run (cli/nodespec.c): the
  * first byte picks an allowed set, the rest is the spec.  Besides "never
  * crash", the result is a subset of the allowed set, increasing, and every

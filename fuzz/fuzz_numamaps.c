@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the numa_maps parser (text of /proc/PID/numa_maps or a saved copy
  * given to `numakit maps --file`).  Besides "never crash", it checks what a
  * parsed map promises: per-mapping pages are the sum of the node counts,

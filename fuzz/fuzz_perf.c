@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the hw sampler's decoders (src/profile/perf_decode.c): the perf ring
  * buffer walker with PERF_RECORD_SAMPLE bodies of any sample_type it can
  * walk (PEBS and IBS layouts), and the sysfs format and event-text parsers.

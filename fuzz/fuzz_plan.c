@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the placement-plan reader (nk_advice_parse, src/advise/advice_read.c).
  *
  * A plan must be rejected with a code and a message, leaving the output

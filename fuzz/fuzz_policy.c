@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz policy texts and plans.  The input is a policy text, optionally
  * followed by a NUL byte and up to 8 bytes choosing the region (page offset,
  * length, geometry).  A text that parses must format canonically, parse back

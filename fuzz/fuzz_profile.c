@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the profile reader (nk__nkp_parse) and the part merger.
  *
  * The input is a merged profile, optionally followed by the separator

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the rank maps of `numakit run --rank-map` and `numakit whatif --rank-map` (cli/rankfile.c): Open
  * MPI rankfiles and numakit-rank-map JSON.  Besides "never crash", an accepted map has its ranks sorted,
  * each once and in range, every slot either a node or a non-empty increasing cpu list; a refusal is one

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz the sharing matrix reader (text and JSON) and the placements built
  * from what it accepts, and the cpu-list strategy text of
  * nk_placement_build.  An accepted matrix must be n x n of finite,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Fuzz synthetic descriptions.  A description that loads must serialise,
  * reload from its machine file and serialise to the same text (but for the
  * source); one that fails must say why with an NK_EPARSE message.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The replay driver of the fuzz targets (fuzz/CMakeLists.txt, ctest label fuzz-replay): a main() that
  * calls a target's LLVMFuzzerTestOneInput once on the empty input and once on every file named on the
  * command line or found (recursively, in name order) under a directory named there, as zstd's

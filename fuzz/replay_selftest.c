@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A fuzz target that crashes on purpose, for the ctest fuzz-replay.self-test (fuzz/CMakeLists.txt): an
  * input beginning "crash" aborts, anything else passes.  The test replays a corpus holding one such input
  * and passes only if the replay driver fails and names that input last, which shows that a crashing

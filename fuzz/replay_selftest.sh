@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The ctest fuzz-replay.self-test: replay_selftest.c's target (it aborts on an input beginning "crash")
 # replayed on a corpus of a-fine, b-crash-me, c-never-reached must fail, after replaying a-fine, with
 # b-crash-me named on its last "replay:" line.  Usage: replay_selftest.sh DRIVER CORPUS

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit — NUMA memory-affinity toolkit.  The one public header.
  *
  * ERROR CONVENTION (stated once, followed everywhere)

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_nt_io.so: I/O into next-touch memory for programs that do not
  * call nk_next_touch_prepare() themselves.
  *

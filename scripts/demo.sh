@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's main job: set up a fresh Debian 12 machine, build numakit, show this machine with
 # `numakit topo`, then boot a 4-node NUMA guest (QEMU, tests/vm/topologies.json "4n-slit") and show
 # `numakit topo` as the guest sees it. Runs as root; takes a few minutes the first time.

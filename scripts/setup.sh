@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs everything numakit's build and tests need on Debian 12 (bookworm): compilers and libraries,
 # the test oracles (numactl, hwloc), QEMU, the two guest kernels and virtme-ng. Idempotent: what is
 # already there is left alone, and when everything is present it only checks (about a second).

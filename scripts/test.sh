@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The one test command (README; CI runs it through .ci/run). On a fresh Debian 12 machine, as root:
 #   1. scripts/setup.sh            install what is missing (idempotent)
 #   2. build/        configure + build, ctest everything but the guests (unit, cli, abi, fuzz-replay: each

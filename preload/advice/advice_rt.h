@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so: the runtime that `numakit run --plan` preloads to
  * apply a placement plan (docs/plan.md, docs/plan-runtime.md) to an
  * unmodified program.  Internal contract between its files:

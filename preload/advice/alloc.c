@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so allocation interposers (advice_rt.h).
  *
  * An allocation of at least one page whose call stack has a key in the plan

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so: sites of small blocks (advice_rt.h; a plan entry with "layout": "blocks",
  * docs/plan-runtime.md "Sites of small blocks").  The variable is the site's blocks laid end to end in
  * allocation order; its policy is laid over that array.  Every allocation of such a site is served from a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so: C++ operator new and delete, handed to libstdc++'s own.
  *
  * jemalloc (arena.c) exports the whole operator new/delete family too.  As a DT_NEEDED of this preloaded

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so: a data symbol's link-time address and size from an
  * ELF file (plan.h).  Statics are in .symtab, not .dynsym, and the runtime
  * runs inside the program (possibly before its allocator is usable), so this

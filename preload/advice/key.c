@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so pure logic (advice_rt.h): heap keys and page arithmetic, the page of a site's array
  * an arena page stands for (layout blocks).  No system calls, no allocation: unit-tested on synthetic objects.
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so runtime core (advice_rt.h): the plan, the machine, the
  * key groups (site.c matches call stacks to them through the accessors
  * below), statics, applying entries, phases, the first thread, the log and

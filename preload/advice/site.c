@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_plan.so site matching (advice_rt.h): which key group a call stack is.  Owns the table of loaded
  * objects (dl_iterate_phdr; scanned again after a dlopen) and its lock, the caller's return address that rules
  * every heap key out without unwinding, the unwinding itself with its per-thread memo of the last answers, and

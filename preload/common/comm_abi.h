@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What the PMPI wrappers (preload/mpi/pmpi.c, libnumakit_pmpi_<mpi>.so) hand the profiler runtime
  * (libnumakit_prof.so, preload/prof/comm.c): the traffic table of one MPI process (issue 14 §2).  Both are
  * preloaded by `numakit profile`; after MPI_Init the wrappers look up NK_COMM_ATTACH with dlsym and give the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The real allocation functions behind numakit's interposing preload libraries (libnumakit_prof:
  * preload/prof/alloc.c, libnumakit_plan: preload/advice/alloc.c): their pointers, found with
  * dlsym(RTLD_NEXT) the first time they are needed, and the static arena that serves dlsym's own

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The boundary between numakit's preloaded runtimes (libnumakit_prof.so, libnumakit_plan.so) where
  * threads are concerned: a runtime starts its own threads (the profiler's flusher and pagefault
  * sampler) with libc's pthread_create itself, never through the pthread_create of an interposer

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The next definition of a libc function after the calling library, for the I/O interposers of
  * libnumakit_nt_io.so (preload/nt_io.c) and of the profiler runtime (preload/prof/io.c).  Header-only
  * and static: each object keeps its own cache slots.  Not for malloc & co, whose lookup must not

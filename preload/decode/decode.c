@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The data accesses of one x86-64 instruction (decode.h).  Owns the Zydis
  * decoder and the effective-address arithmetic; must not allocate, lock or
  * make system calls (it runs in the timer sampler's signal handler).

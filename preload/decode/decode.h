@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The data accesses of one x86-64 instruction, from its bytes and the
  * registers it is about to run with (the `timer` sampler of
  * libnumakit_prof.so: preload/prof/timer.c).  Owns the use of the Zydis

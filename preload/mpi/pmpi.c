@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_pmpi_<mpi>.so: PMPI wrappers that count what an MPI process sends to each peer (issue 14 §2,
  * docs/profile.md "Communication").  Built once per MPI whose mpi.h is found (Open MPI, MPICH), since their
  * handles differ (pointers, ints); never linked to an MPI library: the PMPI_* functions come from the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so allocation tracking (prof.h): the malloc family and
  * mmap/munmap/mremap interposers, the table of tracked blocks, numakit's
  * blocks, static segments of loaded objects, fork.  What it shares with

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Between the profiler's allocation-tracking files only (alloc.c, tracked.c, sites.c, blocks.c), split from
  * one alloc.c (issue 15); the rest of the runtime sees prof.h alone.  Every name here is hidden (the target's
  * visibility preset): the .so exports the same interposers as before.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so's small blocks (issue 19; split from alloc.c, issue 15): blocks under min_size recorded
  * by site, their events batched into BLOCKS records, the set of live ones, their heap pages in the registry.
  * It must not allocate from the heap or include ../common/interpose.h (its set comes from nkp_real_mmap);

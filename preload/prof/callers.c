@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The callers of first touches made inside a library (issue 16): when the pagefault sampler's fault on a page
  * not yet present was raised outside the main executable's code (memset, memcpy, a Fortran runtime copy), the
  * return addresses on the faulting thread's stack, so that the analysis can name the program's own line that

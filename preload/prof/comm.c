@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * MPI traffic: the table the PMPI wrappers attach (../common/comm_abi.h) and its COMM record.
  *
  * The wrappers (preload/mpi/pmpi.c) count what the process sends, by peer; this file only keeps their table

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The END record's counters as JSON members, written without allocation or stdio (a fatal signal may be
  * what ends the part): the samplers' nkp_*_end_json (pagefault.c, timer.c).  Owns only the formatting.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * I/O wrappers of libnumakit_prof.so: the calls through which the kernel
  * reads or writes a user buffer that may hold pages the pagefault sampler
  * revoked.  The kernel does not fault on the program's behalf (read(2) into a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The `pagefault` sampler of libnumakit_prof.so.
  *
  * A sampler thread keeps a random set of tracked pages, the members, revoked.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Between the pagefault sampler's own files only (pagefault.c, pf_table.c, pf_fault.c, pf_sampler.c), split
  * from one pagefault.c (issue 15); the design is in pagefault.c's header comment.  Every name here is hidden:
  * the .so exports only the nkp_pf_* entry points of prof.h, as before.  Nothing here may be used by other files.

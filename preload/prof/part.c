@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The part file (src/profile/nkp.h) of this process: its writer and the writer lock, the records that frame it
  * (PROCESS, META, MAPS, THREAD, END), its closing on every path, and the descriptor interposers that keep the
  * program from closing or overwriting its descriptor.  It does not decide when a process ends or forks

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The pagefault sampler's fault path: nkp_pf_fault (the SIGSEGV handler's first look), samples and parked
  * first touches, and giving pages back for I/O, holds, exclusions and forgets.  All of it runs in the
  * program's threads, most of it in a signal handler: AS-safe, no allocation; only nkp_pf_forget takes pf_lock.

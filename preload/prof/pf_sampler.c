@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The pagefault sampler's members and its thread: arming, new blocks, re-arming rounds, turnover, the
  * governor, start/stop/fork and moves.  Revokes only under pf_lock and never calls the registry's locked paths
  * while holding it (pagefault.c, "Frees race with revocation"); nothing here runs in a signal handler.

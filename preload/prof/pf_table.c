@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The pagefault sampler's revoked-page table (hash, find, insert, claim, clear, restore) and its kernel
  * queries (move_pages, MADV_POPULATE_WRITE).  Everything here but pf_insert (under pf_lock) is AS-safe: no
  * lock, no allocation.  It decides nothing about which pages to revoke: that is pf_sampler.c.

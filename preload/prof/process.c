@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What the program does to its own process: threads it starts (a THREAD record each), fork (a new part in
  * the child), exec and posix_spawn (our environment kept, END how=exec before the image goes), exit and the
  * return from main (the status END reports), dlopen (statics and MAPS again), dlclose (the statics of

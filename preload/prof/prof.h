@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so: the profiler runtime that `numakit profile` preloads
  * into the program (and that programs built for the `trace` sampler link).
  * Internal contract between its files:

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The sample ring: a lock-free multi-producer queue the samplers fill from any thread or signal handler
  * (nkp_emit), the sample budget, and the flusher thread that drains it into the part under the writer lock.
  * It must stay AS-safe and allocation-free on the producer side, and it writes no record but SAMPLES (and

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so runtime core (prof.h): the environment and the start of the runtime, its global state,
  * the per-thread basics (tid, re-entrancy guard, own cpus, real libc functions), and the hook table
  * libnumakit pulls (runtime/runtime.h: phases, ROI, names, nk_array, nk_apply).  The part file is part.c's,

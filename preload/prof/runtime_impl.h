@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Between the runtime core's own files only (runtime.c, part.c, ring.c, signal.c, process.c), split from one
  * runtime.c (issue 15); the samplers, alloc.c and io.c see prof.h alone.  Every name here is hidden: the .so
  * exports only its interposers, the nk_profile hooks and the sampler entry points, as before.

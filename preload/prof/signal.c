@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The fatal signals: the dispatcher installed for them (the pagefault sampler's SIGSEGV first, then the
  * program's handler as it asked for it), their default action with the part ended first, and the
  * sigaction()/signal() interposers that keep the program's view.  It must stay AS-safe on the dispatcher

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so's allocation sites (split from alloc.c, issue 15): call stacks by id, their SITE
  * records, the runtime's own object and the objects whose small blocks are skipped.  Everything here runs
  * under nkp_blk_lock (taken by the callers): it takes no lock itself (nkp_record takes the writer lock),

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The `timer` sampler of libnumakit_prof.so: owns the per-thread CPU-time
  * timers, their signal and its handler.  Must not revoke memory, allocate
  * or lock in the handler; the instruction decoding belongs to

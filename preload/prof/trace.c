@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The `trace` sampler: callbacks of clang's SanitizerCoverage for programs
  * built with `numakit cc` (-fsanitize-coverage=func,inline-bool-flag,
  * trace-loads,trace-stores).  clang 14 emits the load/store callbacks only

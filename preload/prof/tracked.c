@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * libnumakit_prof.so's tracked-range registry (split from alloc.c, issue 15): the sorted set of tracked
  * ranges the samplers draw pages from, copy-on-write (writers under nkp_blk_lock publish a new array with one
  * atomic store; readers, signal handlers included, announce themselves in `readers` and never block; an old

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Advice (nk_advice, docs/plan.md), the struct and its edits: create/free, entries added, found and
  * replaced (nk_advice_set, by hand), warnings and left-alone records, match keys, evidence copied from
  * an analysis variable.  No JSON here (advice_read.c, advice_write.c) and no machine (advice_check.c).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal view of an advice, the profile-derived placement file (nk_advice,
  * issue 7; docs/plan.md; the JSON format is still called "numakit-plan").
  * nk_plan is something else: the page-to-node map of one policy on one region.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Advice against a machine (nk_advice_check): every node an entry names exists, has memory and is
  * allowed (cpuset) where pages go, every policy builds for that machine, and pinned cpus exist and are
  * allowed.  Reads the advice, changes nothing, and knows nothing of JSON or profiles.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_advice_pin: an advice's thread pinning in the words of `numakit run --pin`
  * (the CLI uses only the public API and cannot see struct nk__aplan_pin).
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Advice file, reader (nk_advice_parse, nk_advice_load; format in docs/plan.md): JSON -> struct
  * nk_advice, validated without a machine (advice_check.c checks against one).
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Advice file, writer (nk_advice_format): struct nk_advice -> JSON (docs/plan.md).  Output is
  * deterministic: members in a fixed order, two-space indentation, doubles with 10 significant digits,
  * so format(parse(format(a))) == format(a).  nk_advice_format() parses what it wrote before returning

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_advise: a placement plan from the analysis of a profile
  * (docs/plan.md, "How advise decides").
  *

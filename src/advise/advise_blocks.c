@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Block layouts of a variable's pattern (advise_impl.h): the best fit of T blocks to the pages' owners,
  * and the simplest layout the samples support (issue 21 §3, docs/plan.md "Simplifying a block plan").
  * Pure: no machine access beyond the advise context's node map.

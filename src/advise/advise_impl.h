@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What advise.c and advise_blocks.c share: the advise context, a variable's access pattern, and the block
  * layouts fitted to it.  Internal to src/advise/.
  */

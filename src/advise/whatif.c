@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_whatif: what a placement plan (struct nk_advice, advice.h)
  * would have done to the run a profile recorded.  Every attributed sample
  * (nk__analysis.attr) is re-placed: its page gets the node the plan's entry

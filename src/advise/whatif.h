@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * whatif's model, one variable at a time (issue 21 §1): the replay that nk_profile_whatif runs over a
  * whole plan, offered to advise so that it can price each candidate placement of a variable with the
  * same code, and the same numbers, as `numakit whatif` prints for a plan holding that placement as the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * whatif for a rank mapping (issue 14 §3, docs/whatif.md "A rank mapping"): a proposed slot (host, node)
  * for some of a job's ranks priced against the slots they ran in.  Communication x distance is rank_map.c's
  * cost (nk__job_rm_env: the job's traffic and its hosts' distances), per pair and in total; each rank's

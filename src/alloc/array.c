@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * NUMA arrays (Minas' MAi-array): each array in its own anonymous mapping,
  * aligned so that the kernel's interleave (which follows absolute page
  * numbers, see KERNEL-NOTES) can express "page i -> node i mod M" in one

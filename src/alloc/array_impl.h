@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal view of NUMA arrays (src/alloc/array.c) for other modules of the library. */
 #ifndef NK_ALLOC_ARRAY_IMPL_H
 #define NK_ALLOC_ARRAY_IMPL_H

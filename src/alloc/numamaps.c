@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * /proc/PID/numa_maps: parser, per-node totals and JSON.
  *
  * One line per mapping (fs/proc/task_mmu.c show_numa_map):

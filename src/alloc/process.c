@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Process-wide placement: the memory policy and cpu set of the calling
  * thread, checked against the machine model first so that a mistake is
  * reported by node or cpu id ("node 7 does not exist (nodes: 0-3)") rather

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internals of the benchmark (src/bench/): the timing harness (run.c) is
  * separate from the kernels (kernels.c, chase.c), which only touch memory
  * and declare how many bytes one element or access moves; the harness turns

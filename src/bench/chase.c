@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Idle latency kernel: dependent loads along one random cycle through every
  * cache line of a buffer.  A single cycle (Sattolo, not Fisher-Yates) makes
  * sure the chase cannot fall into a short loop that fits in cache, and a

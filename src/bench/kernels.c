@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Bandwidth and access-pattern kernels.  They only touch memory; the
  * harness (run.c) times them and turns bytes into MB/s using the bytes per
  * element each kernel declares here.  Bytes are counted as STREAM does (a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Saved measurements onto the live machine.  The live machine is rebuilt
  * from /sys on every start and carries no measurements; `numakit bench
  * --save` stores them in a machine file.  Merging copies them back, but only

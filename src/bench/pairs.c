@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Which pairs a run measures and with what buffer: the options resolved
  * against the machine.  Pure: reads the machine model only, so the checks
  * behind `numakit bench`'s usage errors are unit-tested without measuring.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Reading benchmark results: accessors, derived figures (NUMA factor, local
  * and interconnect bandwidth) and the JSON form documented in docs/bench.md.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The timing harness of `numakit bench`.  Kernels (kernels.c, chase.c) only
  * touch memory; this file places memory, pins threads, times repetitions
  * and keeps medians.  Nothing is reported for a pair whose memory is not

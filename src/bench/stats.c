@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Median and spread of repeated measurements.  Benchmarks report the median
  * (robust to the odd run disturbed by an interrupt) and min/max plus the
  * quartiles, so a reader sees how much to trust a figure.

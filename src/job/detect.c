@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Which rank of which job this process is, from its launcher's environment
  * (nk_job_detect; the rules are stated in numakit.h).  Pure: the caller
  * hands the environment in, so recorded environments of every launcher test

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The share-out of one host among the local ranks of a job
  * (nk_job_layout_build; the rules are stated in numakit.h and
  * docs/run.md "MPI jobs").  Pure and deterministic: the ranks of a host

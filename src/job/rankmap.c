@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank mapping: a local search over swaps of two ranks' slots (rankmap.h).
  *
  * The cost is the quadratic assignment objective sum bytes(a, b) x dist(slot a, slot b).  A swap of ranks i

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank mapping (issue 14 §3, docs/profile.md "Rank mapping"): which rank of a job runs in which slot (a
  * host and a NUMA node of it), so that the ranks that exchange the most bytes sit close, as TreeMatch and
  * Minas' NumaLB do.  The slots are those the job ran in (as many as ranks, each node keeping its number of

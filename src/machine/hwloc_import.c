@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Machines from hwloc: an hwloc XML file (nk_machine_load_xml) or any loaded
  * hwloc topology (nk__machine_from_hwloc).  The mapping rules are written
  * once, in hwloc_import.h.

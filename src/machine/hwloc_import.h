@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: build an nk_machine from a loaded hwloc topology. */
 #ifndef NK_MACHINE_HWLOC_IMPORT_H
 #define NK_MACHINE_HWLOC_IMPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The machine model: construction helpers, the one invariant checker, accessors. */
 #include "machine/machine_impl.h"
 #include "util/cmp.h"

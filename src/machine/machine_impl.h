@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal representation of nk_machine, shared by the builders (sysfs,
  * hwloc XML, synthetic, machine file) and the accessors.  Builders fill a
  * struct nk_machine loosely, then call nk__machine_finalize(), the one place

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Machine files: an nk_machine saved as versioned JSON (docs/formats.md) so
  * that a machine measured once can be studied, shared and replayed offline.
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Synthetic machines: a one-line description ("nodes=4 cores=2 smt=2
  * dist=10:21 l3=16M") turned into an nk_machine.  They let tests and the CLI
  * describe any topology (sparse ids, memoryless and CPU-less nodes,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Machine discovery from Linux sysfs/procfs, live or from a captured tree.
  *
  * Why our own reader rather than hwloc's: the machine model needs facts

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Applying a plan to memory (nk_apply).  docs/placement.md explains the
  * choices and the measurements behind them; in short, the region is
  * streamed in batches of NK__MEM_BATCH pages (memory O(batch), never

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal: the memory feature layer (applying plans, residency queries).
  *
  * The placement logic talks to the kernel through a small table of

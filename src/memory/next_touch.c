@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Next-touch: every page of an armed range moves to the node of the next
  * thread that touches it.  Arming revokes access (PROT_NONE); the touch
  * raises SIGSEGV; the handler below moves that page to the toucher's node

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal interface of the next-touch runtime (next_touch.c), for the
  * placement code that applies NK_POLICY_NEXT_TOUCH and for tests.  The
  * public calls are in numakit.h (nk_next_touch_*).

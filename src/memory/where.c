@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Residency: where the pages of an address range are (nk_where), through
  * batched move_pages queries.  Also the live operations table the memory
  * layer runs on.

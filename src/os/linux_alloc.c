@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer for the alloc/ feature layer: anonymous mappings for NUMA
  * arrays, /proc/PID/numa_maps, the kernel version.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer for the benchmark: anonymous mappings it can bind before
  * the first touch, and a monotonic clock.  Kept apart from the policy
  * wrappers so the benchmark's needs stay visible in one place.

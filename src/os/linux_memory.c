@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer: the memory calls the placement code needs besides the
  * memory-policy system calls of linux_mempolicy.c — populating a range
  * without changing its contents, checking that a range is mapped, and a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer: the memory-policy and affinity system calls.  The only file
  * of numakit that calls syscall(2).  No libnuma: its global error knobs and
  * per-page loops are what numakit is measured against.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer: perf_event_open(2) and the mapping of its ring buffers,
  * for the hw sampler (src/profile/hw.c).  Decides nothing: errors go back
  * as -errno for the caller to explain.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Starting and watching another program (nk_profile_run): PATH lookup, a
  * fork whose child waits for the parent before exec (the hw sampler attaches
  * perf events to it in between), waiting with a timeout, residency queries of

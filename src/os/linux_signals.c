@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Linux OS layer: signals and page protection, for the next-touch runtime
  * (src/memory/next_touch.c).  Everything here that the contract marks
  * async-signal-safe calls only system calls and the async-signal-safe libc

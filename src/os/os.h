@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The OS layer contract.  Everything numakit asks of the kernel goes through
  * here: files of /sys and /proc (always relative to an fsroot, so captured
  * machine dumps exercise the same code as the live system) and system calls.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Plans: the page -> node map of a policy over a region on a machine.
  *
  * A plan keeps only what the formula needs (the node set, a block size, a

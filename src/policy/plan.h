@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal view of a placement plan for the layers that apply it (memory/).
  *
  * A plan is built by nk_plan_build() for one region address; it never holds

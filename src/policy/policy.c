@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Policy values: creation, setters, the text form (parse and canonical
  * format) and equality.  Pure: no machine is needed until a plan is built,
  * so checks that depend on the machine (does node 7 exist, is P >= M when

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal representation of nk_policy and nk_plan, shared by policy.c
  * (values, text form) and plan.c (page -> node maps).  The applier uses
  * plan.h only.

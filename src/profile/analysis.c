@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Data-centric analysis of a profile (analysis.h, docs/report.md): the entry points, the order of the
  * steps (attribution, aggregation, intervals, diagnosis: analysis_*.c), the per-phase runs, the means of
  * several runs, and freeing.  Holds no step of its own; pure computation over an in-memory profile.

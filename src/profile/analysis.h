@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Data-centric analysis of a profile (issue 6): every sample attributed to a
  * variable (named range, heap allocation site, static, thread stack, file
  * mapping, anonymous), per-variable and whole-profile counts, page classes,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, aggregation: the nodes, and the attributed samples summed per variable, thread,
  * node and phase; page classes, sharing matrix and regularity; top source lines and first-touch site.
  * Counts only: intervals are analysis_interval.c's, verdicts analysis_diagnose.c's.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, attribution: each sample to its variable (named range, heap site, static, stack,
  * mapping), thread and phase, with names and keys stable across runs (analysis.h), and which samples
  * initialise a variable.  Produces the per-sample records; counting and judging them is elsewhere.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, diagnosis: a variable's verdict (too few samples, fine, hot spot, partition mismatch,
  * uniform sharing), its fix (the Minas heuristic) and the sentence explaining both; enum names.
  * Reads the aggregated variable only: never the samples.

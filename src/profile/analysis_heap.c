@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, heap: one process's allocations as blocks with lifetimes (frees matched), the sites
  * too small to be variables (--min-size), and the site statistics of heap variables (live, peak, the
  * allocating thread).  Knows nothing of samples beyond the variables attribution gave the blocks.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What the files of the profile analysis share (analysis.c and analysis_*.c): the
  * working context of one analysis run, the per-process attribution state, small
  * string and hash helpers, and the steps one file runs for another.  Private to

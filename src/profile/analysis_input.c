@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, input: what the profile says about its run, read from the RUN, META and END JSON
  * records (program, sampler, wall time, several runs, warnings, coverage, page size, min_size).
  * Reads records only: no sample is attributed or counted here.

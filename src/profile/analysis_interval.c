@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis, statistics: the weighted ratio's cluster-robust 95 % interval (nk__an_ratio_ci) and
  * each variable's remote-share interval from its clustered samples (docs/report.md).
  * Pure arithmetic over the records: no verdicts.

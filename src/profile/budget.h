@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * How a profiler process spreads its sample budget over a run of unknown
  * length (docs/profile.md, "How the budget is spread").  Pure and
  * header-only: the runtime (preload/prof/runtime.c) compiles it in,

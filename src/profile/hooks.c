@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_*: the program's side of `numakit profile`.  The profiler
  * runtime (preload/prof/, libnumakit_prof.so) offers its hook table
  * (runtime/runtime.h); outside the profiler there is none and every call

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The hw sampler: precise memory sampling of another process with
  * perf_event_open (Intel PEBS load latency + stores, AMD IBS op), one event
  * per cpu following the process's threads and children (inherit), ring

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The `hw` sampler (src/profile/hw.c + src/os/linux_perf.c): precise memory
  * sampling of another process through perf_event_open, Intel PEBS (the
  * mem-loads event with a load-latency threshold, and mem-stores) or AMD IBS

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internals of the hw sampler (src/profile/hw.c) that unit tests reach:
  * event discovery from a sysfs tree under an fsroot, the perf_event_attr
  * built for each event, and nk__hw_open on another fsroot.

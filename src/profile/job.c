@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Job profiles: the rank files of a parallel job found, checked and read as one job (job.h; docs/report.md
  * "Jobs", docs/formats.md "RUN").
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Job profiles (issue 14 §2, docs/profile.md "Profiling an MPI job", docs/report.md "Jobs"): the
  * profiles of a parallel job's ranks, one file per rank (`numakit profile` under a launcher writes
  * DIR/rank-R.nkp, the rank in the RUN record's "job" object), read as one job.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * MPI's own memory among file mappings (mpimem.h).  Each row is a file name the MPI library (or its
  * launcher) gives a shared-memory segment, as seen in /proc/PID/maps of ranks on this project's host
  * (Debian 12: Open MPI 4.1.4, MPICH 4.0.2 with UCX 1.13, PMIx 4.2) or read in the library's source (Open

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * MPI's own memory among a process's file mappings (issue 14): the shared-memory segments of MPI
  * transports and of their launchers, by the names their libraries give the files.  A table, pure: the
  * analysis (analysis_attr.c) asks it about every file mapping a sample lands in, and a match becomes one

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The profile file (.nkp): one sample format for every sampler, and the
  * records that let `numakit report` attribute samples offline.
  *

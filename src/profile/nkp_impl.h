@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What the profile reader (nkp_read.c) and the part merger (nkp_merge.c)
  * share: the context-free checks of one record, so that every record the
  * merger keeps is one the reader accepts.  Private to src/profile/.

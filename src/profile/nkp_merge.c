@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The part merger (src/profile/nkp.h): one part file per process, written by
  * the runtime and possibly cut anywhere by a kill, into one merged profile
  * that nk__nkp_parse accepts.

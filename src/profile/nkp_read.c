@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The profile reader (src/profile/nkp.h): a whole merged .nkp file into
  * memory, validated record by record.  Strict: anything that is not exactly
  * what the merger writes is rejected with the byte offset and the record, so

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Several runs of one program as one profile (issue 13, docs/profile.md "Several runs"):
  * the compatibility rule (same program, same machine topology), joining loaded profiles in
  * memory (nk_profile_load_many) and writing one file of several runs (nk_profile_combine,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile records out (src/profile/nkp.h).  Async-signal-safe by design:
  * write(2) and nothing else, so the profiler runtime can close a part file
  * from a fatal-signal handler.

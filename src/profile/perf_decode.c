@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Pure decoding of what perf_event_open gives the hw sampler: sysfs format
  * texts, the mmap ring buffer and its records, perf_mem_data_src, AMD IBS op
  * raw data.  See perf_decode.h and docs/hw-sampling.md.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Pure decoding for the hw sampler (src/profile/perf_decode.c): sysfs PMU
  * format and event texts, the perf mmap ring buffer, PERF_RECORD_SAMPLE
  * bodies, perf_mem_data_src and AMD IBS op raw data.  No system calls, no

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The rank mapping of a job (issue 14 §3, docs/profile.md "Rank mapping"): the job's MPI traffic (job.c's
  * pairs) and the slots its ranks ran in (each rank's host and the node its threads ran on) made into a
  * mapping problem for src/job/rankmap.c, solved, and written as text, JSON or an Open MPI rankfile.  The

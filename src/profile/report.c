@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The public profile API of the reader side: nk_profile_load / free /
  * report / sharing (include/numakit.h).  Loading reads the file
  * (nkp_read.c), symbolises each process (symbols.c) and analyses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the reports share in their text and HTML forms (report_fmt.h). */
 #include <jansson.h>
 #include <math.h>

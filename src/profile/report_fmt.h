@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * What the reports share in their text and HTML forms (report.c: one process or runs; report_job.c: a
  * job): percentages, sizes, HTML escaping and heat colours.  Internal.
  */

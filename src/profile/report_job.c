@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The report of a job (job.h): text, JSON ("numakit-job-report" version 1) and HTML (a rank x node heat map
  * per host).  Formats documented in docs/report.md, "Jobs"; it only formats struct nk__job.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_run: one profiling session (docs/profile.md).
  *
  * The program runs with the runtime libnumakit_prof.so preloaded; each of

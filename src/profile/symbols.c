@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Offline symbolisation (symbols.h) with libelf + libdw.
  *
  * The maps texts are parsed strictly (the kernel's format, fs/proc/task_mmu.c

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Offline symbolisation of a profile (src/profile/symbols.c, elfutils libdw):
  * instruction addresses to function and file:line, data addresses to static
  * variables (ELF symbols + DWARF type), and to the mapping that holds them,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Accessors of a plan (nk_advice) for the plan runtime (contract: runtime/runtime.h): the runtime reads
  * entries through these, so the layout of struct nk_advice (advise/aplan.h) stays inside libnumakit.
  */

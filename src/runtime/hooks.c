@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The library's side of the runtime hook tables (contract: runtime/runtime.h).  The only place in
  * libnumakit that looks a runtime up by name: one dlsym(RTLD_DEFAULT) per slot, once per process.
  */

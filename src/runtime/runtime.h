@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The one interface between libnumakit and the runtimes numakit preloads into a program
  * (preload/prof: libnumakit_prof.so, `numakit profile`; preload/advice: libnumakit_plan.so,
  * `numakit run --plan`).  Internal: included by src/ and preload/, never installed.

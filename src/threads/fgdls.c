@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Feedback-guided dynamic loop scheduling with migration (Bull 1998;
  * Slavin & Freeman, docs/fgdls.md).
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Internal view of the FGDLS scheduler for tests: the run construction that
  * nk_fgdls_migrate() hands to nk__plan_from_runs(), exposed so the
  * slice -> page -> node rule can be checked on machines we do not have.

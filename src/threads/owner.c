@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The "owner" schedule: each thread gets the rows of an array that live on
  * its node, whatever policy put them there, from the array's residency.
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Pinning threads to their placement cpu and asking where a thread runs.
  * The system calls are os.h's; this file only turns their errno into the
  * library's codes and messages.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Thread placement strategies (pure): compact, scatter, an explicit list and
  * sharing-based grouping, computed from the machine model.  Nothing here
  * touches the system except reading a list or matrix file through os.h;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the nk_placement value, shared by placement.c (strategies) and pin.c (pinning). */
 #ifndef NK_THREADS_PLACEMENT_IMPL_H
 #define NK_THREADS_PLACEMENT_IMPL_H

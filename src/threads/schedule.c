@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Loop schedules that follow data distributions (Majo & Gross §4.2): static,
  * static-inverse and block-exclusive.  Pure arithmetic, no allocation, no
  * state: they are called by every thread of a team, concurrently, inside a

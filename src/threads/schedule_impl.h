@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal helpers of the loop schedules (src/threads/schedule.c), shared with owner.c and the tests. */
 #ifndef NK_THREADS_SCHEDULE_IMPL_H
 #define NK_THREADS_SCHEDULE_IMPL_H

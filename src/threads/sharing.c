@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Sharing matrices: how much each pair of threads of a team shares, the
  * input of the "sharing" placement.  Two forms (docs/formats.md): plain
  * text, one row per line, which any profiler or script can write, and JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: three-way comparison for qsort comparators. */
 #ifndef NK_UTIL_CMP_H
 #define NK_UTIL_CMP_H

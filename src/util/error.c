@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library's error reporting: one message and code into the caller's nk_error. */
 #include "util/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the library's error reporting (fills the caller's nk_error). */
 #ifndef NK_UTIL_ERROR_H
 #define NK_UTIL_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the strict JSON readers share (util/json_read.h). */
 #include "util/json_read.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: what the strict JSON readers (advice files, machine files) share: one message shape and the
  * name of a JSON value's type.  Pure helpers over jansson; each reader keeps its own getters. */
 #ifndef NK_UTIL_JSON_READ_H

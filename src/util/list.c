@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Id lists: the text forms used by Linux (cpulist, cpumap) and by our CLI. */
 #include "util/list.h"
 #include "util/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: integer id lists (cpu and node sets) and their text forms. */
 #ifndef NK_UTIL_LIST_H
 #define NK_UTIL_LIST_H

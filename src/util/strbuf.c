@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library's one growing string, a printf into a new string, and the cutting of a text to a width. */
 #include "util/strbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal: the library's one growing string (text reports, reasons, policy texts), a printf
  * into a new string, and the cutting of a text to a column's width. */
 #ifndef NK_UTIL_STRBUF_H

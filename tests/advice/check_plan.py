@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Host tests of the plan runtime (preload/advice/, `numakit run --plan`).
 
   check_plan.py SCENARIO --numakit NUMAKIT --prog PLAN_PROG [--prof-lib LIB] [--plan-lib LIB] [--jemalloc ON|OFF]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A C++ library for plan_cxxlib.c (tests/advice/CMakeLists.txt): operator new and std::string from a library
 // loaded by a C program, whose own dependencies do not include libstdc++.
 #include <cstddef>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A program of small blocks for the plan runtime's arena test (check_plan.py, scenario blocks): four
  * threads allocate 20000 blocks of mixed sizes (16 B to 2 KiB, a few of three pages) at four sites
  * (malloc, calloc, aligned_alloc, posix_memalign: one key each), fill each with a pattern; the main thread

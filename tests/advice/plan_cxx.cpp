@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C++ case of the plan runtime tests (check_plan.py cxx): a namespaced
 // static (its .symtab name is mangled, the report's key demangled) and a
 // std::vector (allocated through operator new in libstdc++: the key's first

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A C program (libstdc++ is no dependency of its own) that calls a C++ library, run under the plan runtime
  * (unit.plan.runtime.cxxlib): the library's operator new must be libstdc++'s, over glibc's malloc, not
  * jemalloc's, which the runtime loads for sites of small blocks and which exports operator new too (the

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The Fortran case of the plan runtime tests (check_plan.py fortran): a
 ! module array (a static, __data_MOD_grid in .symtab and in the key) and an
 ! allocatable (ALLOCATE calls malloc from the program).  Prints its sum.

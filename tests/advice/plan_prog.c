@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A small program for the plan runtime tests (check_plan.py): a static
  * array and a heap array from a fixed allocation site, both initialised
  * serially, then read by a second thread (the first-thread trigger), a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The user's files (issue 16 section 3), checked where golden text cannot: in a scratch folder.
 
   files_check.py NUMAKIT REPORT_DATA CLI_DATA

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profiles with known truth for the `numakit report` CLI tests.
  *
  *   nk_gen_nkp DIR

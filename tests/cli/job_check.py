@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Job profiles (issue 14 section 2) through the command, launchers simulated with their variables.
 
   job_check.py NUMAKIT PROG TMP

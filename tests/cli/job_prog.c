@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A tiny "rank" for the job-profile tests (job_check.py): allocates an array, sweeps it for a
  * moment, and exits with the status given as argv[1] (default 0).  Every rank of an SPMD code runs
  * the same: the report must find the array in each rank under one key (its allocation site).

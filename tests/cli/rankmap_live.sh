@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # numakit run --rank-map on this host, for real (cli.run.rankmap-live): a one-rank map of this host's first
 # allowed cpu binds the command there, cpus and memory (numakit run -s inside it prints what it got); the
 # same map under fake Open MPI variables; a map naming another host is refused with status 2.

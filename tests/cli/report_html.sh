@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Render the HTML report of `numakit report` in headless Chromium and check the screenshot is not
 # trivial (a blank or broken page compresses to a few KiB).  Exit 77 (skipped) without Chromium.
 #   report_html.sh analysis TEST_ANALYSIS    the demo report written by test_analysis (no reader needed)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Golden test runner for the numakit command (ctest label "cli").
 
 Runs one numakit invocation and checks it:

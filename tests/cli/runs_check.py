@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Combined runs (issue 13), checked on numbers rather than golden text.
 
   runs_check.py pooled NUMAKIT DIR   hotspot.nkp + hotspot-run2.nkp (another pid, other thread ids,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Commands scale with the node count (issue 16 section 2), checked without trusting the host's speed.
 
   scaling_check.py NUMAKIT [REPORT_DATA]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs a numakit build into a temporary prefix and builds tests/consumer/ against it twice:
 # with `pkg-config --cflags --libs numakit` and with CMake's find_package(numakit) (shared and
 # static). Usage: tests/consumer/check.sh BUILD_DIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program outside numakit's tree, built against an installed copy (tests/consumer/check.sh). */
 #include <numakit.h>
 #include <stdio.h>

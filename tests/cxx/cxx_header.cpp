@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // numakit.h from C++ (ctest unit.cxx_header): the header compiles as C++11 with -pedantic -Werror,
 // and the schedules, through the nk_omp_* conveniences and directly, partition loops inside an
 // OpenMP parallel region.  Built with or without OpenMP (without: a team of one).

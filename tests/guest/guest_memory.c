@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Guest tests of nk_apply / nk_where (run inside NUMA guests by
  * tests/vm/tests/memory_*; usage: guest_memory MODE).
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Guest test of the loop schedules (run inside NUMA guests by
  * tests/vm/tests/threads_sched): for each schedule with the distribution it
  * matches, T pinned threads touch exactly the ranges the schedule gives

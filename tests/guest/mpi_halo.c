@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` inside an MPI job (tests/vm/tests/mpi_profile): an MPI + OpenMP
  * halo exchange.  Every rank allocates one large array (`field`, named so for the report), initialises
  * it serially from its master thread (the pages land on the master's node), moves a known share of its

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Shared by the known-truth programs of the profiler (tests/guest/prof_*.c,
  * run by tests/vm/tests/profile_*): the size argument and a checksum that
  * keeps the compiler from dropping the access loops.  Lines the guest tests

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_fileread): the
  * kernel writes into tracked memory for the program.  A file of known bytes
  * is read with read(2), pread(2), readv(2) and fread(3) into a heap array

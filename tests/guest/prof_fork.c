@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_fork): the
  * program forks before any OpenMP use; parent and child each allocate their
  * own array (TRUTH:parent-alloc, TRUTH:child-alloc) and sweep it.  The

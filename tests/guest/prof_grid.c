@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for profiling by allocation site (issue 19; tests/vm/tests/profile_sites): a 3D grid built
  * row by row, u[k][j] = malloc(one row of NX doubles, 2 KiB), as C multigrid codes do.  The master
  * allocates and initialises every row (TRUTH:grid-alloc, TRUTH:grid-init), then every thread sweeps its

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_hotspot): two
  * arrays, one static (symbol hot_static) and one on the heap (allocation site
  * at the TRUTH:heap-alloc line), both initialised serially by the master

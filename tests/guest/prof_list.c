@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for profiling by allocation site (issue 19; tests/vm/tests/profile_sites): a linked list of
  * small nodes (one malloc each, TRUTH:list-alloc) built and filled by the master (TRUTH:list-init), then
  * walked by every thread, each summing the nodes of its share (TRUTH:list-walk).  Every node was first

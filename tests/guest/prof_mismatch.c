@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for the automatic-placement loop (tests/vm/tests/plan_loop): a
  * heap array initialised in parallel with one static partition, then swept
  * several times with the reversed partition (thread t works on block

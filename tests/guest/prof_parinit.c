@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_parinit): a heap
  * array initialised in parallel with the same static partition as the
  * compute loop that follows, so every thread works on pages it placed on its

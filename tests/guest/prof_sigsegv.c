@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_sigsegv): the
  * program has its own SIGSEGV handler and recovers (siglongjmp) from
  * deliberate NULL accesses, before, between and after sweeps of a tracked

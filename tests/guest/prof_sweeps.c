@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for `numakit profile` (tests/vm/tests/profile_sweeps): a 2D
  * array of ROWS x COLS doubles, one row per 4 KiB page, initialised in
  * parallel by rows; phase "x" sweeps it by rows with the same partition

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for the automatic-placement loop (tests/vm/tests/plan_loop): a
  * read-mostly lookup table initialised serially by the master, then read at
  * random (irregularly) by every thread.  All pages sit on the master's node:

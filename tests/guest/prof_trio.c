@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for issue 13's evidence (bench/profile_speed.sh): three heap arrays with three different
  * diagnoses in one short program, as real codes mix them.  With T threads spread one per node:
  *   - hot   (4 x MiB): initialised serially by the master (TRUTH:hot-init), then read by every thread in

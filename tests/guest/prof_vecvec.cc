@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known truth for profiling by allocation site (issue 19; tests/vm/tests/profile_sites): a C++
  * std::vector<std::vector<double>> of rows of 512 doubles (4 KiB each: every row its own operator new),
  * built and filled by the master (TRUTH:vv-alloc is the line constructing the rows), then read by every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check_pin.sh NUMAKIT PROGRAM... [-- SPEC...]
 # Every thread of each OpenMP PROGRAM (tests/omp/omp_where.c, one build per runtime) run under
 # `NUMAKIT run --pin SPEC` must report the cpu numakit lists for it (`run --dry-run`, line

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * An unmodified-style OpenMP program for `numakit run --pin` tests: every
  * thread of one parallel region reports where it runs, one line each,
  *   thread T cpu C node N

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """First touches made inside a library name the program's own line (issue 16), end to end.
 
 caller_prog first-touches arrays with memset and memcpy (inside libc, from the main thread and from a second

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! First touches inside the Fortran runtime and libc (issue 16): caller_check.py fortran.
 program caller_f
   implicit none

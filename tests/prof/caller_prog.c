@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * First touches made inside a library (issue 16): each array is first written by a libc call or by the
  * program itself, and the report must name the program's own line for each (caller_check.py).  The lines are
  * found by their markers: "alloc:NAME" on the allocation, "touch:NAME" on the first touch.  The size is read

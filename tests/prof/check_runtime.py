@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks of the profiler runtime core (preload/prof/runtime.c, alloc.c).
 
 Runs prof_prog / prof_nk under LD_PRELOAD=libnumakit_prof.so with NK_PROF_DIR

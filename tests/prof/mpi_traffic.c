@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Known MPI traffic for the PMPI wrappers (preload/mpi/pmpi.c) under `numakit profile`: each call below sends
  * a known number of bytes to known peers, and mpi_traffic_check.py computes the expected rank x rank
  * matrix from the same list, written independently of the wrappers.  Any number of ranks >= 2.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """MPI traffic under `numakit profile` (the PMPI wrappers, preload/mpi/pmpi.c; docs/profile.md "Communication").
 
 Usage: mpi_traffic_check.py --impl openmpi|mpich --nk NUMAKIT --prog MPI_TRAFFIC [--np N] [--workdir DIR]

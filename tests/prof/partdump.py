@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Test-only walker of profiler *part* files (src/profile/nkp.h): prints or returns the records.
 
 Usage: partdump.py FILE.part...   (one line per record)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Pagefault sampler (preload/prof/pagefault.c, io.c): included by
 # tests/prof/CMakeLists.txt.  pf_prog scenarios run under the runtime at a
 # high rate, checked by pf_check.py; pf_unit links the sampler's objects with test

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks of the pagefault sampler (preload/prof/pagefault.c, io.c) end to end.
 
 Runs pf_prog under LD_PRELOAD=libnumakit_prof.so with NK_PROF_SAMPLER=pagefault

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Program run under libnumakit_prof.so with the pagefault sampler at a high
  * rate by pf_check.py: each argv[1] is one scenario; it checks its own
  * results (exit 0) and prints facts the checker compares with the part file

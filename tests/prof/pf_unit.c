@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Unit test of preload/prof/pagefault.c and its pf_*.c, linked here with test doubles of
  * the runtime (nkp_emit records into an array, the "tracked" memory is one
  * test region): the revoked-page table, the fault path (read/write kind,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program linked with libnumakit that uses the nk_profile_* hooks (run by check_runtime.py). */
 #include <stdio.h>
 #include <stdlib.h>

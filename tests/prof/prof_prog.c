@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Program run under libnumakit_prof.so by check_runtime.py: each argv[1]
  * is one scenario of the runtime (threads, allocations, fork, exec, ways to
  * end, the program's own signal handlers).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Trace sampler (preload/prof/trace.c) and `numakit cc`: included by
 # tests/prof/CMakeLists.txt.  trace_prog is built by `numakit cc clang` (the
 # command under test) and run with NK_PROF_SAMPLER=trace; trace_check.py

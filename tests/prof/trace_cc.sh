@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # numakit cc: flags, link detection, compilers it refuses, errors.
 # Usage: trace_cc.sh NUMAKIT CLANG RUNTIME_DIR
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Run tests/prof/trace_prog.c (built with `numakit cc`) under the trace sampler and check its part file.
 
 Usage: trace_check.py PROG RUNTIME_SO MODE

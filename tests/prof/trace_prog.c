@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * A program whose tracked accesses are known by construction, for the trace
  * sampler (tests/prof/trace_check.py).  Built with `numakit cc clang -O0`:
  * at -O0 every array element access is one load or store callback and the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * trace.c alone, with test doubles of the rest of the runtime (nkp state,
  * nkp_emit collecting samples, a tracked set of one mmap'ed region): the
  * test calls the SanitizerCoverage callbacks directly, as instrumented code

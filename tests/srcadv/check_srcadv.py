@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tests of `numakit advise --source` on sample programs with known answers.
 
   check_srcadv.py SAMPLE --numakit NUMAKIT --include DIR --lib LIBNUMAKIT --cc CC

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source sample: an irregular gather through an index
  * array under a dynamic schedule.
  * Expected advice: cyclic for table (irregular), idx and out (dynamic schedule).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source sample: two-dimensional arrays.  m is written by
  * rows in a static loop and read by rows (block); t is written by columns
  * (the loop variable indexes the inner dimension: cyclic); total is written

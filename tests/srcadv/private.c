@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source sample: a scratch array private to each thread
  * (left alone) and a result array written once per iteration.
  * Expected advice: scratch left alone (private); res block.

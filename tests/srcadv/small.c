@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source sample: a small coefficient table (left alone: it
  * stays in caches) beside a large array computed in parallel and never
  * initialised serially.

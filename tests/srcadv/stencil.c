@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source sample: a 1D stencil.  grid (a static array) and
  * next (malloc'd in main) are initialised serially, then computed in
  * parallel loops with schedule(static): the first-touch hot-spot.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Advice files (src/advise/advice*.c, docs/plan.md): the JSON form round
  * trips, every rejection of the reader with its message (entry index, key
  * and field), the check against synthetic machines, nk_advice_set on a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Pure parts of the plan runtime (preload/advice/key.c, elfsym.c): the heap
  * key of a call stack on synthetic objects (must equal the analysis's key,
  * src/profile/analysis_attr.c site_var), runtime-frame dropping, page

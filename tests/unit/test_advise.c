@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_advise (src/advise/advise.c, docs/plan.md "How advise decides")
  * on profiles built in memory with known truth: a serially initialised
  * hot spot used in partitions (block by owners), a partition mismatch

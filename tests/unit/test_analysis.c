@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Profile analysis (src/profile/analysis.c) and reports (report.c) on
  * profiles built in memory with known truth: attribution (names, heap
  * blocks with address reuse, stacks, anonymous), counts, page classes,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * NUMA arrays: geometry (row and plane pointers address the right bytes),
  * the alignment rule on machines of 1..16 nodes, one mapping per array (no
  * shared pages, tables outside the data), bad sizes, nk_array_from on inner

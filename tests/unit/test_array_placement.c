@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * NUMA arrays placed by every policy, checked page by page.  A unit test on
  * any machine (on one node every page is on node 0, which is checked too),
  * and the real check in the NUMA guests (tests/vm/tests/array_placement runs

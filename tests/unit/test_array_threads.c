@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * NUMA arrays under concurrency (meant for the TSan build, -DNK_SANITIZE=thread,
  * but it checks results in any build): threads allocating, applying,
  * looking up and freeing their own arrays while others do the same, and

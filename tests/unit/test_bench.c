@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark: the pure parts (Sattolo cycle, statistics, splitting, option checks, results) and the
  * measured-matrix merge; plus one tiny real run on whatever machine runs the tests. */
 #include "testutil.h"

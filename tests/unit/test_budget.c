@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The sample budget's schedule (src/profile/budget.h): the trace period from
  * the samples used and the accesses they stand for, the pagefault halvings,
  * and a simulated run of the trace sampler on a stream

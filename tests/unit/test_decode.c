@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The timer sampler's instruction decoder (preload/decode/decode.c): data accesses of hand-assembled
  * x86-64 instructions with known registers.  Skipped (every case) in builds without Zydis.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The machine model built from each real-machine dump (`test_dumps NAME`,
  * one ctest case per dump), checked against facts found without numakit:
  *   1. the dump's own files, read here with deliberately simple parsing

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * FGDLS (nk_fgdls_*): convergence under deterministic cost models (the cost
  * of a slice is the sum of per-iteration weights, as the SpMV example's
  * cost = nnz), the boundary invariants after every update, errors, the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The hw sampler: sysfs formats and events (fake trees for Intel, hybrid
  * Intel, AMD IBS and neither), the perf_event_attr it builds, decoding of
  * synthesised ring buffers (both layouts, wrap-around, LOST, unknown and

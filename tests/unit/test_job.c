@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Job profiles (src/profile/job.c, report_job.c) on inputs built in memory: the peek at a profile's first
  * records (the job object's checks), the checks that rank files are one job, the pooled intervals (which
  * must equal what the analysis gives the same samples in one profile), the ranks that differ, hosts and

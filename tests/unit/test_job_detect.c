@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Launcher detection (nk_job_detect) on recorded environments of every
  * launcher: tests/data/job/NAME.env, each with the result it must give in
  * its "#!" lines (README.md there).  Every fixture of the folder is run, so a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The share-out of a host among local ranks (nk_job_layout_build) on
  * synthetic machines, every rank's nodes, memory nodes and cpus worked out
  * by hand from the rules of numakit.h: fewer ranks than nodes, more ranks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Id lists, hex masks and sizes: the text forms every reader depends on. */
 #include "testutil.h"
 

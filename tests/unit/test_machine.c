@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Machine accessors, exercised on synthetic machines whose answers follow from the description. */
 #include "testutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Machine files: exact round trips, strict validation, and corrupt input that must never crash. */
 #include "testutil.h"
 

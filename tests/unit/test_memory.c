@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_apply on the live kernel of this host (often one node, where every plan
  * is "node 0": the calls, counts and contents are what is checked; placement
  * across nodes is checked in the guests, tests/guest/).  Also run under

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_apply's logic on a simulated 4-node machine (this host has one node):
  * the operations table of src/memory/memory.h is replaced by a model of the
  * kernel that keeps the node of every page of one region, the policy set by

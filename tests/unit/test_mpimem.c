@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * MPI's own memory among file mappings (src/profile/mpimem.c): the segment names of Open MPI, MPICH, UCX
  * and PMIx as /proc/PID/maps shows them in ranks on this project's host (and Open MPI 5's from its source),
  * and names that are not MPI's.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Next-touch runtime (src/memory/next_touch.c) on the live kernel.
  *
  * On a one-node host the mechanics are all there (faults, registry, chaining,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * I/O into next-touch memory: a program reading a file (and a socket) into an
  * armed array.
  *

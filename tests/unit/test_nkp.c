@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The profile file (src/profile/nkp.h): files written through the writer
  * read back by nk__nkp_parse, every rejection with its message, a valid
  * merged file cut at every byte, and the part merger (normal parts, parts

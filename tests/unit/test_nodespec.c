@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numactl's node and cpu specs (cli/nodespec.c, the grammar of numakit run's
  * numactl options): all, +N relative to the allowed set, !N inverse, same,
  * ranges and lists, and every refusal as one printable line.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The numa_maps parser on recorded text: a capture from this project's host
  * (cat /proc/self/numa_maps, kernel 6.18), hand-written multi-node samples
  * following proc(5) and fs/proc/task_mmu.c (huge pages, file mappings,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Process-wide policies (nk_process_set_policy / nk_process_set_cpus, what
  * `numakit run` calls): every check against the machine model on synthetic
  * machines with sparse ids, memoryless and disallowed nodes (dry run, so

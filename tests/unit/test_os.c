@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The OS layer's system-call wrappers on the live kernel.  This machine may
  * have one node only; the multi-node behaviour is tested in guests.  Checks
  * are against what the kernel itself reports (get_mempolicy, move_pages).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Thread placement: every strategy's exact cpu list on synthetic machines
  * (SMT, several caches, memoryless and CPU-less nodes, sparse node ids, a
  * restricted allowed set, the guest topologies of tests/vm), worked out by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Policy values: setters, the text form (parse, canonical format, round trips) and every bad input. */
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Plans: the page -> node map of every policy on synthetic machines with 1 to
  * 1024 nodes (sparse ids, memoryless, CPU-less and disallowed nodes) and on
  * real-machine dumps, each compared with the formula recomputed here from

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_run (src/profile/session.c) and the process section of the OS
  * layer (src/os/linux_process.c), without the real runtime: the "program" is
  * /bin/sh writing the part files the runtime would (a header, a SAMPLES

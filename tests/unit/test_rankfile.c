@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank maps (cli/rankfile.c, `numakit run --rank-map` and `numakit whatif --rank-map`): Open MPI's
  * rankfile as `numakit advise --ranks -o` writes it, numakit's numakit-rank-map JSON, and every refusal
  * of malformed input as one printable line naming where.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Rank mapping (src/job/rankmap.c): never worse than the mapping as profiled, the optimum on small
  * problems whose optimum a brute force finds (every permutation of 8 slots), refusals that change nothing.
  */

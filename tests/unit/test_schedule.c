@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Loop schedules (src/threads/schedule.c, owner.c).
  *
  * The partition property is checked exhaustively over many (threads, nodes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sharing matrices: the text and JSON forms, files, and every malformed input (docs/formats.md). */
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * numakit advise --source, the pure half (cli/srcadv.c): the decisions on
  * hand-written scan facts (no libclang), the unified diff (hunks, context,
  * line numbers, a file without a final newline), the JSON document.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * Symbolisation (src/profile/symbols.c): the test symbolises itself from
  * /proc/self/maps (its own statics, functions and lines, libc), then checks
  * mapping kinds, missing objects, merged maps texts and malformed input.

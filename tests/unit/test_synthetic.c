@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Synthetic descriptions: every key, its default, and every way to get one wrong. */
 #include "testutil.h"
 

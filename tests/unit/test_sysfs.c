@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * The sysfs reader on small hand-made trees: each test writes the files a
  * kernel would show, then checks the model against the values written, and
  * that every corrupt or missing file yields one message naming that file.

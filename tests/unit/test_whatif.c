@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_profile_whatif (src/advise/whatif.c) on profiles built in memory with
  * known truth (the pb_* helpers of test_analysis.c) and plans built as
  * structs (src/advise/advice.h), so that the arithmetic of the model

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_where on the live kernel (this host may have one node; multi-node
  * residency is checked in the guests, tests/guest/).  The truth is what the
  * test itself did to the memory: touched pages are resident, untouched ones

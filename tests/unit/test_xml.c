@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: BSD-3-Clause
  * nk_machine_load_xml() on hwloc XML files: hwloc's own expected output for
  * a real machine (tests/data/topologies/32amd64-4s2n4c-cgroup2.lstopo.xml),
  * XML that lstopo-no-graphics wrote from the real-machine dumps

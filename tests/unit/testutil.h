@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for cmocka unit tests. */
 #ifndef NK_TESTUTIL_H
 #define NK_TESTUTIL_H

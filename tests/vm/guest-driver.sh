@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs inside a NUMA guest (started by tests/vm/run-guests). Usage: guest-driver.sh RESDIR
 # RESDIR is the writable folder shared with the host (vng --rwdir). It holds:
 #   env.sh    (written by the host) exported variables: NK_SRC, NK_BUILD, NK_TOPO, NK_TOPO_FILE

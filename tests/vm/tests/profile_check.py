@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks of `numakit report --json` for the profiler's guest tests (tests/vm/tests/profile_*).
 
 Usage: profile_check.py CHECK REPORT.json [ARGS...]   (exit 0 pass, 1 fail, 77 skip)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the profiler's guest tests (tests/vm/tests/profile_*): where things are, the OpenMP
 # team spread one thread per cpu over the nodes, and helpers.  POSIX sh.
 B=${NK_BUILD:?NK_BUILD is not set}
