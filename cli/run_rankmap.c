@@ -45,19 +45,17 @@ static int cpu_node(const nk_machine *m, int cpu)
 	return nk_machine_cpu_info(m, cpu, &ci) ? -1 : ci.node;
 }
 
-/* The nearest node to @p node this process may allocate on (ties to the lower id), -1 none. */
+/* @p node when this process may allocate on it, else the nearest node it may (nk_machine_neighbors: by
+ * distance, ties to the lower id), -1 none. */
 static int nearest_memory(const nk_machine *m, int node)
 {
-	int best = -1, bestd = 0;
-	for (int i = 0; i < nk_machine_num_nodes(m); i++) {
-		int id = nk_machine_node_id(m, i), f = nk_machine_node_flags(m, id), d = nk_machine_distance(m, node, id);
-		if (f < 0 || !(f & NK_NODE_HAS_MEMORY) || !(f & NK_NODE_MEM_ALLOWED) || d < 0)
-			continue;
-		if (best < 0 || d < bestd) {
-			best = id;
-			bestd = d;
-		}
-	}
+	int n = nk_machine_neighbors(m, node, NULL, 0);
+	int *v = n > 0 ? malloc((size_t)n * sizeof *v) : NULL, best = -1;
+	if (v && nk_machine_neighbors(m, node, v, (size_t)n) == n)
+		for (int i = 0; i < n && best < 0; i++)
+			if (nk_machine_node_flags(m, v[i]) & NK_NODE_MEM_ALLOWED)
+				best = v[i];
+	free(v);
 	return best;
 }
 
@@ -175,8 +173,7 @@ int cli_rankmap_resolve(const char *path, const nk_machine *m, int live, int qui
 	}
 	/* memory: the slot's nodes that have memory this process may use, else the nearest such node */
 	for (size_t i = 0; i < nn; i++) {
-		int fl = nk_machine_node_flags(m, nodes[i]);
-		int mem = (fl & NK_NODE_HAS_MEMORY) && (fl & NK_NODE_MEM_ALLOWED) ? nodes[i] : nearest_memory(m, nodes[i]);
+		int mem = nearest_memory(m, nodes[i]);
 		if (mem < 0) {
 			cli_error("run", "--rank-map %s: rank %d: no node this process may allocate on", path, rank);
 			goto out;
