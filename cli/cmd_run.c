@@ -155,6 +155,10 @@ struct run_opts {
 	int info;               /* 's' (-s/--show) or 'H' (-H/--hardware): the last option read; 0: none */
 	const char *rank_map;   /* --rank-map FILE: this rank's slot of the map (run_rankmap.c) */
 	int quiet;              /* -q/--quiet */
+	int *plan_share;        /* a share-relative --plan in a job: this rank's share (its cpus' nodes, increasing) */
+	size_t n_plan_share;
+	int *plan_from;         /* the share the plan refers to (the profiled first rank's) */
+	size_t n_plan_from;
 };
 
 enum { OPT_WEIGHTED = 256, OPT_CPUS,
@@ -231,6 +235,13 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 		cli_error("run", "--plan %s does not fit this machine: %s", o->plan,
 			  err.message[0] ? err.message : nk_strerror(rc));
 		return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+	}
+	if (o->n_plan_share) { /* a share-relative plan in a job: carried onto this rank's share */
+		rc = nk_advice_resolve_share(*out, m, o->plan_share, o->n_plan_share, &err);
+		if (rc) {
+			cli_error("run", "--plan %s: %s", o->plan, err.message[0] ? err.message : nk_strerror(rc));
+			return rc == NK_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+		}
 	}
 	rc = nk_advice_pin(*out, &spec, &threads, &sharing, &err);
 	if (rc) {
@@ -331,8 +342,17 @@ static int export_plan(const struct run_opts *o)
 		cli_error("run", "out of memory");
 		return CLI_EXIT_FAIL;
 	}
-	if (setenv("NK_PLAN", plan, 1) || (o->log ? setenv("NK_PLAN_LOG", log, 1) : unsetenv("NK_PLAN_LOG")) ||
-	    setenv("LD_PRELOAD", preload, 1)) {
+	char *share = o->n_plan_share ? cli_job_ids(o->plan_share, o->n_plan_share) : NULL;
+	if (o->n_plan_share && !share) {
+		cli_error("run", "out of memory");
+		free(preload);
+		return CLI_EXIT_FAIL;
+	}
+	int bad = setenv("NK_PLAN", plan, 1) || (o->log ? setenv("NK_PLAN_LOG", log, 1) : unsetenv("NK_PLAN_LOG")) ||
+		  (share ? setenv("NK_PLAN_SHARE", share, 1) : unsetenv("NK_PLAN_SHARE")) ||
+		  setenv("LD_PRELOAD", preload, 1);
+	free(share);
+	if (bad) {
 		cli_error("run", "cannot set the plan runtime's environment: %s", strerror(errno));
 		free(preload);
 		return CLI_EXIT_FAIL;
@@ -811,16 +831,77 @@ static void sort_ids(int *v, size_t n)
  * job-aware (*in_job).  *pin_machine: the machine --pin and the plan's
  * pinning are built on (the share), or NULL.
  */
+/* The share a --plan refers to (nk_advice_share) into o->plan_from; a plan that does not load is left
+ * to prepare_plan's messages.  0 or CLI_EXIT_FAIL. */
+static int plan_share_of(struct run_opts *o)
+{
+	nk_advice *a = NULL;
+	int n;
+
+	if (!o->plan || nk_advice_load(o->plan, &a, NULL))
+		return 0;
+	n = nk_advice_share(a, NULL, 0);
+	if (n > 0 && !(o->plan_from = malloc((size_t)n * sizeof(int)))) {
+		nk_advice_free(a);
+		cli_error("run", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	if (n > 0)
+		o->n_plan_from = (size_t)nk_advice_share(a, o->plan_from, (size_t)n);
+	nk_advice_free(a);
+	return 0;
+}
+
+/* A share-relative plan in a job: this rank's share is the nodes of its cpus, as `numakit profile`
+ * recorded the profiled ranks' (RUN job "cpus").  0 or exit status (message printed). */
+static int plan_share_prepare(struct run_opts *o, const nk_machine *m, const struct cli_job *job)
+{
+	int *v = malloc((job->ncpus ? job->ncpus : 1) * sizeof(int));
+	size_t n = 0;
+
+	if (!v) {
+		cli_error("run", "out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < job->ncpus; i++) {
+		nk_cpu_info ci;
+		if (nk_machine_cpu_info(m, job->cpus[i], &ci) || ci.node < 0)
+			continue;
+		v[n++] = ci.node;
+	}
+	sort_ids(v, n);
+	size_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!d || v[i] != v[d - 1])
+			v[d++] = v[i];
+	o->plan_share = v;
+	o->n_plan_share = d;
+	if (d != o->n_plan_from) {
+		char *have = cli_job_ids(v, d), *want = cli_job_ids(o->plan_from, o->n_plan_from);
+		cli_error("run", "--plan %s was made for the ranks of a job on %zu node%s each (the profiled first rank's: "
+				 "%s); this rank's share has %zu (nodes %s): run the job with as many ranks per host as it was "
+				 "profiled with", o->plan, o->n_plan_from, o->n_plan_from == 1 ? "" : "s",
+			  want ? want : "?", d, have ? have : "?");
+		free(have);
+		free(want);
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int job_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *job, int *in_job,
 		       const nk_machine **pin_machine)
 {
 	int relative = o->rel_nodes || o->rel_cpus || cli_job_is_relative(o->pin);
 	int rc;
 
+	if ((rc = plan_share_of(o)))
+		return rc;
 	if (!relative && o->plan) {
 		extern char **environ;
 		nk_job_info info;
-		if (nk_job_detect((const char *const *)environ, &info) || info.local_size < 2)
+		/* one rank per host still has a share when the plan refers to one (the host's allowed cpus) */
+		if (nk_job_detect((const char *const *)environ, &info) || (info.local_size < 2 && !o->n_plan_from))
 			return 0;
 	} else if (!relative) {
 		return 0;
@@ -852,9 +933,20 @@ static int job_prepare(struct run_opts *o, const nk_machine *m, struct cli_job *
 	} else if (o->plan && !o->pin && !o->ncpus) {
 		if ((rc = cli_job_pin(job, m, NULL, &o->pin_rank, pin_machine)))
 			return rc;
-		if (job->lead && !o->quiet)
+		if (job->lead && !o->quiet && !o->n_plan_from)
 			fprintf(stderr, "numakit run: --plan in a job: the plan's pinning is confined to each rank's share; "
 					"its variables' node lists are applied as written, not mapped into the share\n");
+	}
+	if (o->plan && o->n_plan_from) {
+		if ((rc = plan_share_prepare(o, m, job)))
+			return rc;
+		if (job->lead && !o->quiet) {
+			char *from = cli_job_ids(o->plan_from, o->n_plan_from);
+			fprintf(stderr, "numakit run: --plan in a job: the plan's node ids refer to the profiled first rank's "
+					"share (nodes %s); each rank applies them to its own share of %zu node%s\n",
+				from ? from : "?", o->n_plan_from, o->n_plan_from == 1 ? "" : "s");
+			free(from);
+		}
 	}
 	return 0;
 }
@@ -993,6 +1085,16 @@ static void print_json(const struct run_opts *o, const struct pin_plan *pp, cons
 		json_str(o->plan);
 	else
 		printf("null");
+	printf(", \"plan_share\": ");
+	if (plan && o->n_plan_share) {
+		printf("{\"from\": ");
+		json_ids(o->plan_from, o->n_plan_from);
+		printf(", \"to\": ");
+		json_ids(o->plan_share, o->n_plan_share);
+		printf("}");
+	} else {
+		printf("null");
+	}
 	printf(", \"command\": [");
 	for (int i = 0; cmd[i]; i++) {
 		printf("%s", i ? ", " : "");
@@ -1307,6 +1409,13 @@ int cli_cmd_run(int argc, char **argv)
 		if (plan)
 			printf("plan: %s, %zu entr%s (applied by %s inside the program)\n", o.plan,
 			       nk_advice_num_entries(plan), nk_advice_num_entries(plan) == 1 ? "y" : "ies", PLAN_LIB);
+		if (plan && o.n_plan_share) {
+			char *from = cli_job_ids(o.plan_from, o.n_plan_from), *to = cli_job_ids(o.plan_share, o.n_plan_share);
+			printf("plan share: nodes %s (the profiled first rank's) -> this rank's nodes %s\n", from ? from : "?",
+			       to ? to : "?");
+			free(from);
+			free(to);
+		}
 		rc = cli_finish_stdout("run", CLI_EXIT_OK);
 		goto out;
 	}
@@ -1328,6 +1437,8 @@ out:
 	free(pp.places);
 	nk_placement_free(pp.pl);
 	nk_advice_free(plan);
+	free(o.plan_share);
+	free(o.plan_from);
 	free(o.pin_owned);
 	free(o.pin_rank);
 	free(o.sharing_tmp);

@@ -1930,6 +1930,28 @@ NK_API int nk_advice_set(nk_advice *a, const nk_profile *p, const char *var, con
  * returned then.
  */
 NK_API int nk_advice_pin(const nk_advice *a, char **spec, int *threads, char **sharing, nk_error *err);
+/**
+ * The share of the machine a plan's node ids refer to: a plan advised from
+ * a job whose ranks ran on different shares of the machine (each rank on
+ * its own nodes, `numakit run --cpus rank`) is written in the frame of the
+ * first rank's share (docs/plan.md "Plans for the ranks of a job").  Writes
+ * at most @p cap node ids (increasing) to @p nodes and returns the count:
+ * 0 for a plan that applies as written.  Errors: NK_EINVAL.
+ */
+NK_API int nk_advice_share(const nk_advice *a, int *nodes, size_t cap);
+/**
+ * Carry a share-relative plan onto another share: @p nodes (@p n ids, any
+ * order) are the share of the rank that will apply it.  The share's i-th
+ * node (by id) takes the place of the plan's i-th, the machine's other
+ * nodes those of the plan's other nodes in id order; every node id of the
+ * plan (policies, page ranges, the evidence, a pinning's cpus: the k-th cpu
+ * of a node becomes the k-th of its image, which needs @p m) is replaced.
+ * A plan without a share is left as it is.  Errors: NK_EINVAL (a share of
+ * another size, a node the plan's machine lacks, cpus that do not
+ * correspond; the message says which), NK_EPARSE, NK_ENOMEM; the plan is
+ * unchanged then.
+ */
+NK_API int nk_advice_resolve_share(nk_advice *a, const nk_machine *m, const int *nodes, size_t n, nk_error *err);
 /** Number of variable entries. */
 NK_API size_t nk_advice_num_entries(const nk_advice *a);
 NK_API void nk_advice_free(nk_advice *a);

@@ -26,6 +26,7 @@
 
 #include "advice_rt.h"
 #include "runtime/runtime.h"
+#include "util/list.h"
 
 uint64_t nkpl_page_size;
 
@@ -898,6 +899,25 @@ static int setup(const char *path)
 		complain("cannot discover this machine: %s; running without the plan",
 			 err.message[0] ? err.message : nk_strerror(rc));
 		return -1;
+	}
+	/* A plan for the ranks of a job refers to the first rank's share: `numakit run` names this rank's share
+	 * (NK_PLAN_SHARE, its memory nodes) and the plan is carried onto it (docs/plan.md). */
+	const char *share = getenv("NK_PLAN_SHARE");
+	if (share && *share) {
+		nk__ilist nodes = { 0 };
+		char why[160];
+		if (nk__parse_list(share, &nodes, why, sizeof why)) {
+			complain("NK_PLAN_SHARE=%s: %s; running without the plan", share, why);
+			return -1;
+		}
+		rc = nk_advice_resolve_share(st.plan, st.m, nodes.v, nodes.n, &err);
+		nk__ilist_free(&nodes);
+		if (rc) {
+			complain("plan %s cannot be carried onto this rank's nodes %s: %s; running without it", path, share,
+				 err.message[0] ? err.message : nk_strerror(rc));
+			return -1;
+		}
+		nkpl_log("plan %s: carried onto this rank's share, nodes %s", path, share);
 	}
 	/* The pinning is numakit run's (done before the exec, through OMP_PLACES); this process may be bound
 	 * already - libgomp binds the initial thread in its own constructor when OMP_PROC_BIND is set - so

@@ -256,6 +256,7 @@ void nk_advice_free(nk_advice *a)
 	free(a->program);
 	free(a->profile);
 	free(a->node_ids);
+	free(a->share);
 	pin_clear(&a->pin);
 	for (size_t i = 0; i < a->n_entries; i++)
 		nk__aplan_entry_clear(&a->entries[i]);

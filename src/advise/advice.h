@@ -117,6 +117,11 @@ struct nk_advice {
 	double numa_factor;      /* of the machine advised for, 0 unknown */
 	int *node_ids;           /* nodes of that machine */
 	int n_nodes;
+	/* A plan for the ranks of a job that ran on shares of the machine (docs/plan.md "Plans for the ranks
+	 * of a job"): the node ids of every entry refer to this share (the first rank's), and each rank
+	 * applies them to its own share (nk_advice_resolve_share, job/share.h).  NULL/0: absolute. */
+	int *share;
+	size_t n_share;
 	struct nk__aplan_pin pin;
 	struct nk__aplan_entry *entries;
 	size_t n_entries;

@@ -476,9 +476,41 @@ static int parse_pin(struct nk__json_in *in, const json_t *v, struct nk__aplan_p
 	return 0;
 }
 
+/* machine.share (optional): the share the entries' node ids refer to, increasing ids among machine.nodes. */
+static int parse_share(struct nk__json_in *in, const json_t *v, nk_advice *a)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || !json_array_size(v))
+		return nk__json_fail(in, NK_EPARSE, "machine", "share: expected an array of node ids, found %s",
+				     nk__json_type_name(v));
+	if (!a->n_nodes)
+		return nk__json_fail(in, NK_EPARSE, "machine", "share: needs the machine's nodes");
+	size_t cnt = json_array_size(v);
+	if (cnt > (size_t)a->n_nodes)
+		return nk__json_fail(in, NK_EPARSE, "machine", "share: %zu nodes, the machine has %d", cnt, a->n_nodes);
+	if (!(a->share = malloc(cnt * sizeof(int))))
+		return nk__json_fail(in, NK_ENOMEM, "machine", "out of memory");
+	for (size_t i = 0; i < cnt; i++) {
+		const json_t *x = json_array_get(v, i);
+		int id = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= NK__MAX_ID
+				 ? (int)json_integer_value(x) : -1;
+		int known = 0;
+		for (int k = 0; k < a->n_nodes; k++)
+			known |= a->node_ids[k] == id;
+		if (!known)
+			return nk__json_fail(in, NK_EPARSE, "machine", "share[%zu]: expected one of the machine's nodes", i);
+		a->share[i] = id;
+		if (i && a->share[i] <= a->share[i - 1])
+			return nk__json_fail(in, NK_EPARSE, "machine", "share[%zu]: ids must be increasing", i);
+		a->n_share = i + 1;
+	}
+	return 0;
+}
+
 static int parse_machine(struct nk__json_in *in, const json_t *v, nk_advice *a)
 {
-	static const char *const fields[] = { "nodes", "numa_factor", NULL };
+	static const char *const fields[] = { "nodes", "numa_factor", "share", NULL };
 	const json_t *n;
 	int rc;
 
@@ -491,7 +523,7 @@ static int parse_machine(struct nk__json_in *in, const json_t *v, nk_advice *a)
 		return rc;
 	n = json_object_get(v, "nodes");
 	if (!n || json_is_null(n))
-		return 0;
+		return parse_share(in, json_object_get(v, "share"), a); /* refused: a share needs the nodes */
 	if (!json_is_array(n))
 		return nk__json_fail(in, NK_EPARSE, "machine", "nodes: expected an array, found %s", nk__json_type_name(n));
 	size_t cnt = json_array_size(n);
@@ -508,7 +540,7 @@ static int parse_machine(struct nk__json_in *in, const json_t *v, nk_advice *a)
 			return nk__json_fail(in, NK_EPARSE, "machine", "nodes[%zu]: ids must be increasing", i);
 		a->n_nodes = (int)i + 1;
 	}
-	return 0;
+	return parse_share(in, json_object_get(v, "share"), a);
 }
 
 static int parse_left_alone(struct nk__json_in *in, const json_t *v, nk_advice *a)

@@ -140,6 +140,11 @@ static json_t *build_json(const nk_advice *a)
 		for (int i = 0; i < a->n_nodes; i++)
 			apush(&o, n, json_integer(a->node_ids[i]));
 		oset(&o, x, "numa_factor", a->numa_factor > 0 ? jfrac(a->numa_factor) : json_null());
+		if (a->n_share) {
+			json_t *sh = oset(&o, x, "share", json_array());
+			for (size_t i = 0; i < a->n_share; i++)
+				apush(&o, sh, json_integer(a->share[i]));
+		}
 	}
 	if (a->pin.strategy) {
 		const struct nk__aplan_pin *p = &a->pin;

@@ -1563,7 +1563,39 @@ int nk_profile_advise(const nk_profile *p, const nk_machine *m, const nk_advise_
 		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* a job's ranks pooled relative to their shares: the plan's node ids refer to the first rank's */
+	for (size_t i = 0; i < a->n_share; i++) {
+		int known = 0;
+		for (int k = 0; k < plan->n_nodes; k++)
+			known |= plan->node_ids[k] == a->share[i];
+		if (!known)
+			break; /* advised for another machine than the profiled one: absolute */
+		if (!i && !(plan->share = malloc(a->n_share * sizeof(int)))) {
+			rc = nk__error(err, NK_ENOMEM, "out of memory");
+			goto out;
+		}
+		plan->share[plan->n_share++] = a->share[i];
+	}
+	if (plan->n_share != a->n_share) {
+		free(plan->share);
+		plan->share = NULL;
+		plan->n_share = 0;
+	}
 	rc = advise(&c, plan, err);
+	if (!rc && plan->n_share) {
+		struct nk__strbuf b = { 0 };
+		nk__strbuf_printf(&b, "a plan for the ranks of a job that ran on shares of %zu node%s: its node ids refer to "
+				      "the first rank's share (nodes ", plan->n_share, plan->n_share == 1 ? "" : "s");
+		for (size_t i = 0; i < plan->n_share; i++)
+			nk__strbuf_printf(&b, "%s%d", i ? "," : "", plan->share[i]);
+		nk__strbuf_printf(&b, "); run it as the job ran, with every rank under `numakit run --plan` (mpirun ... "
+				      "numakit run --plan PLAN -- PROGRAM), which carries it onto each rank's own share");
+		char *msg = nk__strbuf_take(&b);
+		rc = msg ? nk__aplan_warn(plan, msg) : NK_ENOMEM;
+		free(msg);
+		if (rc)
+			rc = nk__error(err, rc, "out of memory");
+	}
 	if (!rc && !a->covered) {
 		/* forced: the plan's evidence came from part of the run only, and says so */
 		char *why = NULL, *msg = NULL;

@@ -824,3 +824,25 @@ out_free:
 	nk_policy_free(p);
 	return rc;
 }
+
+static int mapped(const int *from, const int *to, size_t n, int node)
+{
+	for (size_t i = 0; i < n; i++)
+		if (from[i] == node)
+			return to[i];
+	return node;
+}
+
+void nk__policy_map_nodes(struct nk_policy *p, const int *from, const int *to, size_t n)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nnodes; i++)
+		p->nodes[i] = mapped(from, to, n, p->nodes[i]);
+	for (size_t i = 0; i < p->nweights; i++)
+		p->wnodes[i] = mapped(from, to, n, p->wnodes[i]);
+	for (size_t i = 0; i < p->nthreads; i++)
+		p->threads[i] = mapped(from, to, n, p->threads[i]);
+	if (p->home >= 0)
+		p->home = mapped(from, to, n, p->home);
+}

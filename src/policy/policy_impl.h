@@ -56,6 +56,13 @@ const char *nk__policy_kind_name(int kind);
 /** 1 when @p a and @p b are equal values (same kind and parameters). */
 int nk__policy_equal(const struct nk_policy *a, const struct nk_policy *b);
 
+/**
+ * Replace every node id @p p names (its node set, weighted nodes, block thread nodes, cyclic-neighbours
+ * home) by its image: node from[i] becomes to[i] (@p n pairs; an id not among @p from stays).  A default
+ * set (none given) stays the default.  Used to carry a plan onto another rank's share (job/share.h).
+ */
+void nk__policy_map_nodes(struct nk_policy *p, const int *from, const int *to, size_t n);
+
 /** 1 when @p x is prime. */
 int nk__is_prime(long long x);
 

@@ -426,6 +426,7 @@ void nk__analysis_free(struct nk__analysis *a)
 	free(a->comm);
 	free(a->attr);
 	free(a->machine_json);
+	free(a->share);
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);

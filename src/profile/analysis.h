@@ -223,6 +223,10 @@ struct nk__analysis {
 	int *node_ids;
 	uint64_t *node_local, *node_remote; /* [n_nodes] accesses by cpu node */
 	uint64_t *node_pages_acc;           /* [n_nodes] accesses served by each page node */
+	/* A job's ranks pooled relative to their shares (src/profile/job_share.c): the first rank's share,
+	 * whose frame every rank's nodes and cpus were carried into; NULL/0: pooled as placed (or not a job) */
+	int *share;
+	size_t n_share;
 	uint64_t l2_size;                   /* bytes, 0 unknown */
 	double numa_factor;                 /* largest between nodes of the machine, 0 unknown */
 	int bandwidth_measured;

@@ -57,6 +57,7 @@ void nk__job_peek_free(struct nk__job_peek *p)
 	free(p->command);
 	free(p->host);
 	free(p->id);
+	free(p->cpus);
 	memset(p, 0, sizeof *p);
 }
 
@@ -97,6 +98,43 @@ static int job_str(json_t *job, const char *name, size_t max, char **out, char *
 	}
 	*out = strdup(json_string_value(v));
 	return *out ? 0 : -2;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	return (a > b) - (a < b);
+}
+
+/* RUN job "cpus" (optional): the rank's cpus at its start, distinct numbers below NK__JOB_MAX_CPUS. */
+static int job_cpus(json_t *job, struct nk__job_peek *pk, char *why, size_t nwhy)
+{
+	json_t *a = json_object_get(job, "cpus"), *v;
+	size_t i;
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || !json_array_size(a) || json_array_size(a) > NK__JOB_MAX_CPUS) {
+		snprintf(why, nwhy, "job: cpus: expected an array of 1 to %d cpu numbers", NK__JOB_MAX_CPUS);
+		return -1;
+	}
+	if (!(pk->cpus = malloc(json_array_size(a) * sizeof(*pk->cpus))))
+		return -2;
+	json_array_foreach(a, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= NK__JOB_MAX_CPUS) {
+			snprintf(why, nwhy, "job: cpus[%zu]: expected a cpu number from 0 to %d", i, NK__JOB_MAX_CPUS - 1);
+			return -1;
+		}
+		pk->cpus[i] = (int)json_integer_value(v);
+	}
+	pk->n_cpus = json_array_size(a);
+	qsort(pk->cpus, pk->n_cpus, sizeof(*pk->cpus), cmp_int);
+	for (i = 1; i < pk->n_cpus; i++)
+		if (pk->cpus[i] == pk->cpus[i - 1]) {
+			snprintf(why, nwhy, "job: cpus: cpu %d twice", pk->cpus[i]);
+			return -1;
+		}
+	return 0;
 }
 
 /* The RUN record's members the job reader needs.  0, -1 (why), -2 (out of memory). */
@@ -159,6 +197,8 @@ static int peek_run(const char *text, size_t len, struct nk__job_peek *pk, char 
 		goto out;
 	}
 	if ((rc = job_str(job, "host", 255, &pk->host, why, nwhy)) || (rc = job_str(job, "id", NK_JOB_ID_MAX, &pk->id, why, nwhy)))
+		goto out;
+	if ((rc = job_cpus(job, pk, why, nwhy)))
 		goto out;
 	pk->has_job = 1;
 	rc = 0;

@@ -26,6 +26,7 @@
 #define NK__JOB_SPREAD_S 120      /* ranks without a job id started further apart than this: warned about */
 #define NK__JOB_TOP 3             /* top variables kept per rank */
 #define NK__JOB_MAX_RANKS (1 << 24)
+#define NK__JOB_MAX_CPUS (1 << 16) /* cpu numbers of a rank's cpus (RUN job "cpus") */
 
 /** What a profile says about itself in its first records. */
 struct nk__job_peek {
@@ -36,6 +37,8 @@ struct nk__job_peek {
 	int rank, size, local_rank, local_size; /* -1 unknown */
 	char *host, *id;      /* NULL unknown */
 	uint64_t start_unix_ns;
+	int *cpus;            /* the cpus the rank was given at its start (RUN job "cpus"), sorted; NULL unknown */
+	size_t n_cpus;
 };
 
 /**
@@ -257,5 +260,31 @@ int nk__job_report(const struct nk__job *j, int format, char **out, nk_error *er
  * loader (a job's rank files as runs).
  */
 int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__analysis **out, nk_error *err);
+/**
+ * As nk__profile_analyse_files for a job's rank files @p paths pooled as runs, @p pk their peeks (in the
+ * same order, lowest rank first): ranks on different shares of the same size are first carried into
+ * the first rank's frame (job_share.c); the analysis's share and a warning say so.
+ */
+int nk__profile_analyse_ranks(const char *const *paths, const struct nk__job_peek *pk, size_t n,
+			      struct nk__analysis **out, nk_error *err);
+
+/* ---- job_share.c ---- */
+/** What pooling a job's ranks relative to their shares did. */
+struct nk__job_frame {
+	int *share;      /* the first rank's share (node ids, increasing) every rank was carried into; NULL: none */
+	size_t n_share;
+	char *note;      /* one sentence for the analysis's warnings; NULL when the ranks shared their nodes */
+};
+struct nk__nkp_profile;
+/**
+ * Carry the @p n loaded rank profiles @p ps (the peeks @p pk, same order) into the frame of the first
+ * one's share: each sample's cpu, cpu node and page node, each thread's cpu (job/share.h's rule; the k-th
+ * cpu of a node becomes the k-th of its image).  Done only when every rank names its cpus, the shares
+ * differ, have the same number of nodes and correspond in cpus per node; otherwise nothing changes and
+ * @p out->note may say why.  0, NK_EINVAL, NK_ENOMEM (nothing carried then).
+ */
+int nk__job_frame_apply(struct nk__nkp_profile *const *ps, const struct nk__job_peek *pk, size_t n,
+			struct nk__job_frame *out, nk_error *err);
+void nk__job_frame_clear(struct nk__job_frame *f);
 
 #endif

@@ -76,8 +76,10 @@ int nk_profile_combine(const char *const *paths, size_t n, const char *output, n
 	return rc;
 }
 
-/* Read @p paths and join their runs (nkp_runs.c); warnings about the runs into *warn. */
-static int load_runs(const char *const *paths, size_t n, struct nk__nkp_profile **out, char **warn, nk_error *err)
+/* Read @p paths and join their runs (nkp_runs.c); warnings about the runs into *warn.  A job's ranks
+ * (@p pk their peeks, NULL otherwise) are first carried into one share's frame (@p fr). */
+static int load_runs(const char *const *paths, size_t n, const struct nk__job_peek *pk, struct nk__job_frame *fr,
+		     struct nk__nkp_profile **out, char **warn, nk_error *err)
 {
 	struct nk__nkp_profile **ps = calloc(n, sizeof(*ps));
 	if (!ps)
@@ -85,6 +87,8 @@ static int load_runs(const char *const *paths, size_t n, struct nk__nkp_profile 
 	int rc = 0;
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = nk__nkp_load(paths[i], &ps[i], err);
+	if (!rc && pk && n > 1)
+		rc = nk__job_frame_apply(ps, pk, n, fr, err);
 	if (!rc && n == 1 && nk__nkp_n_runs(ps[0]) == 1) {
 		*out = ps[0]; /* one run: as it always was */
 		ps[0] = NULL;
@@ -110,14 +114,18 @@ static int take_warning(struct nk__analysis *a, char *w)
 	return 0;
 }
 
-int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__analysis **out, nk_error *err)
+static int analyse(const char *const *paths, size_t n, const struct nk__job_peek *pk, struct nk__analysis **out,
+		   nk_error *err)
 {
 	const char *path = n == 1 ? paths[0] : "profiles";
 	struct nk__nkp_profile *np = NULL;
+	struct nk__job_frame fr = { 0 };
 	char *runs_warn = NULL;
-	int rc = load_runs(paths, n, &np, &runs_warn, err);
-	if (rc)
+	int rc = load_runs(paths, n, pk, &fr, &np, &runs_warn, err);
+	if (rc) {
+		nk__job_frame_clear(&fr);
 		return rc;
+	}
 	nk__symtab **syms = calloc(np->n_procs ? np->n_procs : 1, sizeof(*syms));
 	char **sym_warn = calloc(np->n_procs ? np->n_procs : 1, sizeof(*sym_warn));
 	if (!syms || !sym_warn) {
@@ -125,6 +133,7 @@ int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__ana
 		free(sym_warn);
 		free(runs_warn);
 		nk__nkp_free(np);
+		nk__job_frame_clear(&fr);
 		return nk__error(err, NK_ENOMEM, "%s: out of memory", path);
 	}
 	for (size_t i = 0; i < np->n_procs; i++) {
@@ -155,6 +164,16 @@ int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__ana
 		take_warning(a, runs_warn);
 		runs_warn = NULL;
 	}
+	if (!rc && fr.note) {
+		take_warning(a, fr.note);
+		fr.note = NULL;
+	}
+	if (!rc && fr.share) {
+		a->share = fr.share;
+		a->n_share = fr.n_share;
+		fr.share = NULL;
+	}
+	nk__job_frame_clear(&fr);
 	free(runs_warn);
 	for (size_t i = 0; i < np->n_procs; i++)
 		free(sym_warn[i]);
@@ -164,6 +183,17 @@ int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__ana
 		return rc;
 	*out = a;
 	return 0;
+}
+
+int nk__profile_analyse_files(const char *const *paths, size_t n, struct nk__analysis **out, nk_error *err)
+{
+	return analyse(paths, n, NULL, out, err);
+}
+
+int nk__profile_analyse_ranks(const char *const *paths, const struct nk__job_peek *pk, size_t n,
+			      struct nk__analysis **out, nk_error *err)
+{
+	return analyse(paths, n, pk, out, err);
 }
 
 int nk_profile_load_many(const char *const *paths, size_t n, nk_profile **out, nk_error *err)
@@ -220,7 +250,7 @@ int nk_profile_load_pooled(const char *const *paths, size_t n, nk_profile **out,
 			return rc;
 	} else {
 		/* a job's ranks as runs of one program (SPMD): one analysis, variables pooled by key */
-		rc = nk__profile_analyse_files((const char *const *)in.paths, in.n, &a, err);
+		rc = nk__profile_analyse_ranks((const char *const *)in.paths, in.peeks, in.n, &a, err);
 		if (rc == NK_EINVAL && err) {
 			char msg[sizeof err->message];
 			snprintf(msg, sizeof msg, "the job's ranks cannot be pooled as runs of one program: %.380s; pass the "

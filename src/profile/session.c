@@ -708,6 +708,18 @@ static json_t *job_json(const nk_profile_job *j)
 	json_object_set_new(o, "local_size", j->local_size >= 0 ? json_integer(j->local_size) : json_null());
 	json_object_set_new(o, "host", j->host && *j->host ? json_string(j->host) : json_null());
 	json_object_set_new(o, "id", j->id && *j->id ? json_string(j->id) : json_null());
+	/* The cpus the rank was given when it started (its share: `numakit run --cpus rank`, or the
+	 * launcher's binding).  A job's ranks on different shares are pooled relative to them (job.c). */
+	nk__ilist cpus = { 0 };
+	json_t *a = json_array();
+	if (a && nk__os_affinity(&cpus) == 0)
+		for (size_t i = 0; i < cpus.n; i++)
+			json_array_append_new(a, json_integer(cpus.v[i]));
+	nk__ilist_free(&cpus);
+	if (a && json_array_size(a))
+		json_object_set_new(o, "cpus", a);
+	else
+		json_decref(a);
 	return o;
 }
 

@@ -359,6 +359,33 @@ static void build_maprank(struct gen *g, int rank)
 	g->peers[1] = (struct nk__nkp_comm_peer){ (uint32_t)light, NK__COMM_P2P, 1, mib };
 }
 
+/*
+ * Rank @p rank of the share job (sharejob.nkp, plans for ranks on shares): 2 ranks on one 4-node host, rank
+ * r given cpus 4r-4r+3 (nodes 2r and 2r+1, RUN job "cpus"), 2 threads: thread 0 on node 2r (cpu 4r),
+ * thread 1 on node 2r+1 (cpu 4r+2).  field: 64 pages first touched by thread 0 (all on node 2r), then
+ * each thread reads its half 4 times: thread 1's reads are remote, 40 % of the accesses.  Pooled in rank
+ * 0's frame, both ranks say "block the field by thread over the share's two nodes".
+ */
+static void build_sharerank(struct gen *g, int rank)
+{
+	init(g, 2, 1, "trace");
+	name(g, BASE, 64 * PAGE, "field");
+	uint64_t t = 50;
+	int n0 = 2 * rank;
+	for (int pg = 0; pg < 64; pg++) {
+		sample(g, t++, BASE + pg * PAGE, 0x400a10, 0, n0, n0, NK__ACC_WRITE, NK__SF_FIRST_TOUCH, 0);
+		g->pd.samples[g->pd.n_samples - 1].cpu = (int16_t)(4 * rank);
+	}
+	for (int k = 0; k < 4; k++)
+		for (int th = 0; th < 2; th++)
+			for (int pg = th * 32; pg < th * 32 + 32; pg++) {
+				sample(g, t++, BASE + pg * PAGE + 64 * (uint64_t)k, 0x400b20, th, n0 + th, n0, NK__ACC_READ, 0, 0);
+				g->pd.samples[g->pd.n_samples - 1].cpu = (int16_t)(4 * rank + 2 * th);
+			}
+	for (size_t i = 0; i < g->pd.n_threads; i++)
+		g->pd.threads[i].cpu = 4 * rank + 2 * (int)i;
+}
+
 static void build(struct gen *g, const char *what)
 {
 	if (!strcmp(what, "hotspot"))
@@ -375,6 +402,8 @@ static void build(struct gen *g, const char *what)
 		build_rank(g, what[4] - '0');
 	else if (!strncmp(what, "maprank", 7) && what[7] >= '0' && what[7] <= '3' && !what[8])
 		build_maprank(g, what[7] - '0');
+	else if (!strncmp(what, "sharerank", 9) && what[9] >= '0' && what[9] <= '1' && !what[10])
+		build_sharerank(g, what[9] - '0');
 	else if (!strcmp(what, "dropped")) { /* the budget spent at 0.41 s of 2.5 s: issue 13's trace */
 		build_hotspot(g, 1);
 		g->dropped = 33600000;
@@ -583,6 +612,25 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof what, "maprank%d", r);
 		build(&g, what);
 		snprintf(path, sizeof(path), "%s/mapjob.nkp/rank-%d.nkp", argv[1], r);
+		write_profile(&g, path, 0);
+		free_gen(&g);
+	}
+	/* the share job: 2 ranks of 2 threads on one 4-node host, each on its 2 nodes */
+	snprintf(path, sizeof(path), "%s/sharejob.nkp", argv[1]);
+	mkdir(path, 0777);
+	prog = "./halo";
+	machine_desc = "nodes=4 cores=2 mem=1G dist=10:21 l2=256K l3=8M";
+	for (int r = 0; r < 2; r++) {
+		char what[16];
+		snprintf(job_member, sizeof job_member,
+			 ", \"job\": {\"launcher\": \"openmpi\", \"rank\": %d, \"size\": 2, \"local_rank\": %d, "
+			 "\"local_size\": 2, \"host\": \"n0\", \"id\": \"88\", \"cpus\": [%d, %d, %d, %d]}",
+			 r, r, 4 * r, 4 * r + 1, 4 * r + 2, 4 * r + 3);
+		pid = 8000 + (uint32_t)r;
+		shift = (uint64_t)r * 0x1234000;
+		snprintf(what, sizeof what, "sharerank%d", r);
+		build(&g, what);
+		snprintf(path, sizeof(path), "%s/sharejob.nkp/rank-%d.nkp", argv[1], r);
 		write_profile(&g, path, 0);
 		free_gen(&g);
 	}

@@ -115,8 +115,9 @@ def job(nk, prog, tmp, name, env_of, launcher, job_id):
     host = socket.gethostname()
     for r in range(RANKS):
         j = run_json(os.path.join(out, "rank-%d.nkp" % r)).get("job")
+        # "cpus": the cpus the rank was given at its start (its share), here every rank this process's
         expect = {"launcher": launcher, "rank": r, "size": RANKS, "local_rank": r, "local_size": RANKS, "host": host,
-                  "id": job_id}
+                  "id": job_id, "cpus": sorted(os.sched_getaffinity(0))}
         check(j == expect, "%s: rank %d's RUN job is %s, expected %s" % (name, r, j, expect))
 
     p = run(nk, ["report", out])

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "advise/advice.h"
+#include "job/share.h"
 #include "profile/analysis.h"
 
 /* A plan using every member of the schema. */
@@ -549,6 +550,132 @@ static void test_load(void **state)
 	assert_int_equal(nk_advice_load(NULL, &a, &err), NK_EINVAL);
 }
 
+/* job/share.h: the share goes position by position, the other nodes in id order. */
+static void test_share_map(void **state)
+{
+	(void)state;
+	const int all[] = { 0, 1, 2, 3 };
+	int map[4] = { -9, -9, -9, -9 };
+	/* rank 1's share 2,3 into rank 0's 0,1: 2->0, 3->1, and 0->2, 1->3 */
+	assert_int_equal(nk__share_node_map(all, 4, (const int[]){ 2, 3 }, (const int[]){ 0, 1 }, 2, map), 0);
+	assert_int_equal(map[0], 2);
+	assert_int_equal(map[1], 3);
+	assert_int_equal(map[2], 0);
+	assert_int_equal(map[3], 1);
+	/* one node: 3 onto 1; the rest (0,1,2) onto (0,2,3) in order */
+	assert_int_equal(nk__share_node_map(all, 4, (const int[]){ 3 }, (const int[]){ 1 }, 1, map), 0);
+	assert_int_equal(map[0], 0);
+	assert_int_equal(map[1], 2);
+	assert_int_equal(map[2], 3);
+	assert_int_equal(map[3], 1);
+	/* the same share: the identity, whatever the order of all */
+	const int shuffled[] = { 2, 0, 3, 1 };
+	assert_int_equal(nk__share_node_map(shuffled, 4, (const int[]){ 1, 2 }, (const int[]){ 1, 2 }, 2, map), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(map[i], shuffled[i]);
+	assert_int_equal(nk__share_map_node(shuffled, map, 4, 7), 7);
+	assert_int_equal(nk__share_map_node(shuffled, map, 4, -1), -1);
+	/* refused, map untouched */
+	int keep[4] = { 5, 5, 5, 5 };
+	assert_int_equal(nk__share_node_map(all, 4, (const int[]){ 3, 2 }, (const int[]){ 0, 1 }, 2, keep), NK_EINVAL);
+	assert_int_equal(nk__share_node_map(all, 4, (const int[]){ 2, 9 }, (const int[]){ 0, 1 }, 2, keep), NK_EINVAL);
+	assert_int_equal(nk__share_node_map(all, 4, (const int[]){ 2 }, (const int[]){ 0 }, 0, keep), NK_EINVAL);
+	assert_int_equal(nk__share_node_map((const int[]){ 0, 0 }, 2, (const int[]){ 0 }, (const int[]){ 0 }, 1, keep),
+			 NK_EINVAL);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(keep[i], 5);
+}
+
+static const char share_plan[] =
+	"{\"format\": \"numakit-plan\", \"version\": 1, \"runs\": 2,\n"
+	" \"machine\": {\"nodes\": [0, 1, 2, 3], \"share\": [0, 1]},\n"
+	" \"pin\": {\"strategy\": \"cpus\", \"threads\": 2, \"cpus\": [0, 2]},\n"
+	" \"entries\": [\n"
+	"  {\"key\": \"name:a\", \"policy\": \"block:threads=0,1,1\", \"when\": \"alloc\",\n"
+	"   \"evidence\": {\"size\": 4096, \"dominant_node\": 0,\n"
+	"                \"candidates\": [{\"policy\": \"bind:nodes=1\", \"remote_fraction\": 0.1, \"stall_ms\": 1}]}},\n"
+	"  {\"key\": \"name:b\", \"policy\": \"weighted:nodes=0,1,weights=0=3/1=1\", \"when\": \"alloc\"},\n"
+	"  {\"key\": \"name:c\", \"policy\": \"cyclic\", \"when\": \"alloc\"},\n"
+	"  {\"key\": \"name:d\", \"policy\": \"pages\", \"page_size\": 4096, \"pages\": [[0, 4, 0], [4, 4, 3]]}\n"
+	" ]}";
+
+/* nk_advice_resolve_share: every node id of the plan onto the rank's share; refusals change nothing. */
+static void test_resolve_share(void **state)
+{
+	(void)state;
+	nk_error err = { 0 };
+	nk_advice *a = NULL;
+	nk_machine *m = NULL;
+	int nodes[4];
+	assert_int_equal(nk_machine_load_synthetic("nodes=4 cores=2", &m, &err), 0);
+	if (nk_advice_parse(share_plan, strlen(share_plan), &a, &err))
+		fail_msg("%s", err.message);
+	assert_int_equal(nk_advice_share(a, nodes, 4), 2);
+	assert_int_equal(nodes[0], 0);
+	assert_int_equal(nodes[1], 1);
+	assert_int_equal(nk_advice_share(a, NULL, 0), 2);
+	assert_int_equal(nk_advice_share(NULL, NULL, 0), NK_EINVAL);
+
+	/* refused: a share of another size, a node the machine lacks; the plan is unchanged */
+	char *before = NULL, *after = NULL;
+	assert_int_equal(nk_advice_format(a, &before, &err), 0);
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 2 }, 1, &err), NK_EINVAL);
+	assert_non_null(strstr(err.message, "2 nodes each, this rank's share has 1"));
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 2, 7 }, 2, &err), NK_EINVAL);
+	assert_int_equal(nk_advice_resolve_share(a, NULL, (const int[]){ 2, 3 }, 2, &err), NK_EINVAL); /* cpus need m */
+	assert_int_equal(nk_advice_format(a, &after, &err), 0);
+	assert_string_equal(before, after);
+	free(after);
+	free(before);
+	/* onto its own share: the identity (policy texts in canonical form) */
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 0, 1 }, 2, &err), 0);
+	assert_int_equal(nk_advice_format(a, &before, &err), 0);
+	assert_non_null(strstr(before, "\"policy\": \"block:threads=0,1*2\""));
+
+	/* onto 3,2 (any order): 0->2, 1->3, 2->0, 3->1; cpus: the k-th of node 0 -> the k-th of node 2 */
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 3, 2 }, 2, &err), 0);
+	assert_int_equal(nk_advice_format(a, &after, &err), 0);
+	assert_non_null(strstr(after, "\"share\": [2, 3]"));
+	assert_non_null(strstr(after, "\"policy\": \"block:threads=2,3*2\""));
+	assert_non_null(strstr(after, "\"policy\": \"bind:nodes=3\""));
+	assert_non_null(strstr(after, "\"dominant_node\": 2"));
+	assert_non_null(strstr(after, "weighted:nodes=2-3,weights=2=3/3=1"));
+	assert_non_null(strstr(after, "\"policy\": \"cyclic\""));
+	assert_non_null(strstr(after, "[0, 4, 2]"));
+	assert_non_null(strstr(after, "[4, 4, 1]"));
+	assert_non_null(strstr(after, "\"cpus\": [4, 6]"));
+	/* and back: the plan refers to 2,3 now; resolving onto 0,1 gives the original */
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 0, 1 }, 2, &err), 0);
+	free(after);
+	assert_int_equal(nk_advice_format(a, &after, &err), 0);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	nk_advice_free(a);
+
+	/* a plan without a share applies as written */
+	a = NULL;
+	assert_int_equal(nk_advice_create(&a), 0);
+	assert_int_equal(nk_advice_share(a, nodes, 4), 0);
+	assert_int_equal(nk_advice_resolve_share(a, m, (const int[]){ 3 }, 1, &err), 0);
+	nk_advice_free(a);
+
+	/* the reader: a share needs the machine's nodes, ids among them, increasing */
+	static const char *const bad[] = {
+		"{\"format\": \"numakit-plan\", \"version\": 1, \"machine\": {\"share\": [0]}, \"entries\": []}",
+		"{\"format\": \"numakit-plan\", \"version\": 1, \"machine\": {\"nodes\": [0, 1], \"share\": [2]}, \"entries\": []}",
+		"{\"format\": \"numakit-plan\", \"version\": 1, \"machine\": {\"nodes\": [0, 1], \"share\": [1, 0]}, \"entries\": []}",
+		"{\"format\": \"numakit-plan\", \"version\": 1, \"machine\": {\"nodes\": [0, 1], \"share\": []}, \"entries\": []}",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		a = NULL;
+		assert_int_equal(nk_advice_parse(bad[i], strlen(bad[i]), &a, &err), NK_EPARSE);
+		assert_non_null(strstr(err.message, "share"));
+		assert_null(a);
+	}
+	nk_machine_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +685,8 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_share_map),
+		cmocka_unit_test(test_resolve_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -276,14 +276,14 @@ static void test_run_job(void **state)
 	if (run_sh(&o, script, &res, &err))
 		fail_msg("%s", err.message);
 	assert_true(profile_has(out, "\"job\":{\"launcher\":\"slurm\",\"rank\":3,\"size\":4,\"local_rank\":1,"
-				     "\"local_size\":2,\"host\":\"n7\",\"id\":\"77.1\"}"));
+				     "\"local_size\":2,\"host\":\"n7\",\"id\":\"77.1\",\"cpus\":["));
 	/* unknowns are null */
 	nk_profile_job some = { NK_LAUNCHER_PMI, 0, -1, -1, -1, NULL, "" };
 	o.job = &some;
 	if (run_sh(&o, script, &res, &err))
 		fail_msg("%s", err.message);
 	assert_true(profile_has(out, "\"job\":{\"launcher\":\"pmi\",\"rank\":0,\"size\":null,\"local_rank\":null,"
-				     "\"local_size\":null,\"host\":null,\"id\":null}"));
+				     "\"local_size\":null,\"host\":null,\"id\":null,\"cpus\":["));
 	/* refused before anything runs */
 	char long_id[NK_JOB_ID_MAX + 2];
 	memset(long_id, 'x', sizeof long_id - 1);
