@@ -12,11 +12,16 @@
  *       ENOMEM -> NK_ENOMEM; EPERM, EACCES -> NK_EPERM; ENOSYS, EOPNOTSUPP
  *       -> NK_ENOSYS; EINVAL -> NK_EINVAL; ENODEV -> NK_ENODEV; any other
  *       errno -> NK_EIO;
- *     files (nk__os_file_code, the calls marked "file"): ENOENT, ENOTDIR ->
- *       NK_ENOENT; EPERM, EACCES -> NK_EPERM; ENOMEM -> NK_ENOMEM; any other
- *       -> NK_EIO (the file exists but could not be read or written).
- *   The code is coarse on purpose; the kernel's precise reason (ENOMEM from
- *   mbind is "node full", from move_pages "no memory") is the caller's to
+ *     files (nk__os_file_code, the calls whose comment starts "File."):
+ *       ENOENT, ENOTDIR -> NK_ENOENT; EPERM, EACCES -> NK_EPERM; ENOMEM ->
+ *       NK_ENOMEM; any other -> NK_EIO (the file exists but could not be
+ *       read or written).
+ *   Each call's comment lists its codes, and says where it departs from its
+ *   table (NK_EPARSE for a value that does not parse, NK_EIO for every
+ *   failed step of an atomic write, NK_ENOSYS for a process without
+ *   numa_maps).  The code is coarse on purpose; the kernel's precise reason
+ *   (ENOMEM from mbind is a full node to apply.c's fallback; EPERM and
+ *   EINVAL of set_mempolicy get different messages) is the caller's to
  *   interpret.  So a call whose callers need it takes a last parameter
  *   `int *sys_errno` (may be NULL), written on every return: 0 on success;
  *   on failure the errno of the system call that failed, or, when the call
