@@ -220,7 +220,7 @@ static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 
 	if (node < 0 || lo >= hi)
 		return;
-	if (nk__os_mbind_node((void *)lo, hi - lo, NK__MPOL_PREFERRED, node) != 0) {
+	if (nk__os_mbind_node((void *)lo, hi - lo, NK__MPOL_PREFERRED, node, NULL) != 0) {
 		atomic_fetch_add(&s->unplaced, (hi - lo) / ps);
 		return;
 	}
@@ -233,7 +233,7 @@ static void place_run(struct site *s, uintptr_t lo, uintptr_t hi, int node)
 	uint16_t bound = (uint16_t)(node + 1);
 	if (populating()) {
 		if (!madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE)) {
-			(void)nk__os_mbind((void *)lo, hi - lo, NK__MPOL_DEFAULT, NULL, 0, 0); /* no node: no allocation */
+			(void)nk__os_mbind((void *)lo, hi - lo, NK__MPOL_DEFAULT, NULL, 0, 0, NULL); /* no node: no allocation */
 			bound = 0;
 		} else if (errno == EINVAL) { /* before Linux 5.14: the policy stays for the first touch */
 			atomic_store(&populate_off, 1);

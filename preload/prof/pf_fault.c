@@ -129,7 +129,7 @@ int nkp_pf_fault(int sig, siginfo_t *info, void *uctx)
 	if (page == atomic_load_explicit(&pf_probe_page, memory_order_relaxed) && page) {
 		/* The sampler thread's probe (pf_sampler.c, pf_probe): give it back, time the handler. */
 		atomic_store_explicit(&pf_probe_in, nkp_now(), memory_order_relaxed);
-		(void)nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+		(void)nk__os_protect((void *)page, pf_ps, NK__PROT_RW, NULL);
 		atomic_store_explicit(&pf_probe_out, nkp_now(), memory_order_relaxed);
 		errno = saved_errno;
 		return 1;
@@ -282,7 +282,7 @@ void pf_release_range(uintptr_t s, uintptr_t e, int io, uint8_t access)
 			 * mprotect twice is harmless), then wait for the slot to clear. */
 			if ((atomic_load_explicit(&pf_key[slot], memory_order_acquire) & PF_STATE) == PF_CLAIMED &&
 			    spins > 64) {
-				nk__os_protect((void *)page, pf_ps, NK__PROT_RW);
+				nk__os_protect((void *)page, pf_ps, NK__PROT_RW, NULL);
 				break;
 			}
 			sched_yield();

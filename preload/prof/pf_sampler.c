@@ -49,7 +49,7 @@ unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t rand
 	}
 	/* Keys are ARMING and visible (seq_cst) before we look at the holds. */
 	int refused = k < n || pf_held(start, end) || pf_excluded(start, end);
-	if (!refused && nk__os_protect((void *)start, end - start, NK__PROT_NONE)) {
+	if (!refused && nk__os_protect((void *)start, end - start, NK__PROT_NONE, NULL)) {
 		/*
 		 * Failed part way: where the run reaches past its mapping (a heap malloc trimmed since the pages
 		 * were drawn), Linux's mprotect has already revoked the pages before the hole when it fails with
@@ -57,7 +57,7 @@ unsigned pf_arm_run(uintptr_t start, unsigned n, const int *status, uint8_t rand
 		 * say ARMING (a fault there waits), or they stay revoked with no slot and the program dies on
 		 * them.  RW fails at the same hole.
 		 */
-		(void)nk__os_protect((void *)start, end - start, NK__PROT_RW);
+		(void)nk__os_protect((void *)start, end - start, NK__PROT_RW, NULL);
 		refused = 1;
 	}
 	if (refused) {
@@ -450,7 +450,7 @@ static void pf_probe(void)
 {
 	uintptr_t pg = atomic_load_explicit(&pf_probe_page, memory_order_relaxed);
 
-	if (!pg || nk__os_protect((void *)pg, pf_ps, NK__PROT_NONE))
+	if (!pg || nk__os_protect((void *)pg, pf_ps, NK__PROT_NONE, NULL))
 		return;
 	atomic_store_explicit(&pf_probe_in, 0, memory_order_relaxed);
 	uint64_t t0 = nkp_now();
@@ -758,7 +758,7 @@ void nkp_pf_after_fork(void)
 	for (unsigned i = 0; i < PF_SLOTS; i++) {
 		uintptr_t k = atomic_load(&pf_key[i]);
 		if (k && (k & PF_STATE) != PF_ARMED) {
-			nk__os_protect((void *)(k & ~(uintptr_t)PF_STATE), pf_ps, NK__PROT_RW);
+			nk__os_protect((void *)(k & ~(uintptr_t)PF_STATE), pf_ps, NK__PROT_RW, NULL);
 			pf_clear((int)i);
 		}
 	}

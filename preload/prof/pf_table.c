@@ -118,7 +118,8 @@ int pf_claim(int slot, uintptr_t page)
  * 0 or -errno (the slots are then ARMED again).  AS-safe. */
 int pf_restore_run(uintptr_t s, unsigned n, const int *slot)
 {
-	int rc = nk__os_protect((void *)s, (uintptr_t)n << pf_shift, NK__PROT_RW);
+	int e;
+	int rc = nk__os_protect((void *)s, (uintptr_t)n << pf_shift, NK__PROT_RW, &e) ? -e : 0;
 	if (rc) {
 		for (unsigned i = 0; i < n; i++)
 			atomic_store_explicit(&pf_key[slot[i]], (s + ((uintptr_t)i << pf_shift)) | PF_ARMED,

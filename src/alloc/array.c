@@ -231,15 +231,15 @@ int nk_array_alloc(const nk_machine *m, size_t elem_size, int ndims, const size_
 	for (int d = 0; d < ndims; d++)
 		a->dims[d] = dims[d];
 	a->st.last_fallback_node = -1;
-	rc = nk__os_map_aligned(map_len, align, &p);
+	rc = nk__os_map_aligned(map_len, align, &p, NULL);
 	if (rc) {
-		rc = rc == -EINVAL ? NK_EINVAL : NK_ENOMEM;
+		rc = rc == NK_EINVAL ? NK_EINVAL : NK_ENOMEM;
 		goto out_free;
 	}
 	a->data = p;
 	/* Best effort: a kernel without THP refuses the advice and has no huge pages anyway. */
 	if (flags & NK_ARRAY_NO_THP)
-		(void)nk__os_no_huge_pages(p, map_len);
+		(void)nk__os_no_huge_pages(p, map_len, NULL);
 	rc = build_tables(a);
 	if (rc)
 		goto out_unmap;
@@ -254,7 +254,7 @@ int nk_array_alloc(const nk_machine *m, size_t elem_size, int ndims, const size_
 out_tables:
 	free(a->table);
 out_unmap:
-	nk__os_unmap_aligned(a->data, map_len);
+	nk__os_unmap_aligned(a->data, map_len, NULL);
 out_free:
 	free(a);
 	return rc;
@@ -266,7 +266,7 @@ void nk_array_free(nk_array *a)
 		return;
 	registry_remove(a);
 	prof_array_free(a);
-	nk__os_unmap_aligned(a->data, a->map_len);
+	nk__os_unmap_aligned(a->data, a->map_len, NULL);
 	free(a->table);
 	for (size_t i = 0; i < NK_ARRAY_HISTORY_MAX; i++)
 		free(a->hist[i]);

@@ -161,7 +161,7 @@ int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes, const
 	static const int modes[] = { NK__MPOL_DEFAULT, NK__MPOL_BIND, NK__MPOL_INTERLEAVE,
 				     NK__MPOL_WEIGHTED_INTERLEAVE, NK__MPOL_PREFERRED, NK__MPOL_PREFERRED_MANY,
 				     NK__MPOL_LOCAL };
-	int rc, maj = 0, min = 0;
+	int rc, e, maj = 0, min = 0;
 
 	if (!m || kind < NK_PROCESS_DEFAULT || kind > NK_PROCESS_LOCAL)
 		return nk__error(err, NK_EINVAL, "unknown process policy %d", kind);
@@ -187,18 +187,18 @@ int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes, const
 	}
 	if (flags & NK_PROCESS_DRY_RUN)
 		return 0;
-	rc = nk__os_set_mempolicy(modes[kind], nodes, n);
-	switch (rc) {
-	case 0:
+	rc = nk__os_set_mempolicy(modes[kind], nodes, n, &e);
+	if (!rc)
 		return 0;
-	case -ENOSYS:
+	switch (e) {
+	case ENOSYS:
 		return nk__error(err, NK_ENOSYS, "this kernel has no memory-policy system calls (no NUMA support)");
-	case -EPERM:
-	case -EACCES:
-		return nk__error(err, NK_EPERM, "%s: the kernel refused: %s", kind_name(kind), strerror(-rc));
-	case -ENOMEM:
+	case EPERM:
+	case EACCES:
+		return nk__error(err, NK_EPERM, "%s: the kernel refused: %s", kind_name(kind), strerror(e));
+	case ENOMEM:
 		return nk__error(err, NK_ENOMEM, "out of memory");
-	case -EINVAL:
+	case EINVAL:
 		/* The nodes passed the model's checks: an unknown mode is the likely cause. */
 		if (kind == NK_PROCESS_PREFERRED_MANY || kind == NK_PROCESS_WEIGHTED) {
 			nk__os_kernel_version(&maj, &min);
@@ -207,16 +207,16 @@ int nk_process_set_policy(const nk_machine *m, int kind, const int *nodes, const
 					 kind == NK_PROCESS_WEIGHTED ? "Linux >= 6.9" : "Linux >= 5.15");
 		}
 		return nk__error(err, NK_EINVAL, "%s: the kernel refused the node set: %s", kind_name(kind),
-				 strerror(-rc));
+				 strerror(e));
 	default:
-		return nk__error(err, NK_EPERM, "%s: the kernel refused: %s", kind_name(kind), strerror(-rc));
+		return nk__error(err, NK_EPERM, "%s: the kernel refused: %s", kind_name(kind), strerror(e));
 	}
 }
 
 int nk_process_set_cpus(const nk_machine *m, const int *cpus, size_t n, unsigned flags, nk_error *err)
 {
 	char list[160];
-	int rc;
+	int rc, e;
 
 	if (!m || !cpus || !n)
 		return nk__error(err, NK_EINVAL, "no cpu given");
@@ -241,11 +241,11 @@ int nk_process_set_cpus(const nk_machine *m, const int *cpus, size_t n, unsigned
 	}
 	if (flags & NK_PROCESS_DRY_RUN)
 		return 0;
-	rc = nk__os_set_affinity(0, cpus, n);
-	if (rc == -ENOMEM)
+	rc = nk__os_set_affinity(0, cpus, n, &e);
+	if (rc && e == ENOMEM)
 		return nk__error(err, NK_ENOMEM, "out of memory");
 	if (rc)
-		return nk__error(err, NK_EPERM, "the kernel refused cpus: %s", strerror(-rc));
+		return nk__error(err, NK_EPERM, "the kernel refused cpus: %s", strerror(e));
 	return 0;
 }
 
@@ -256,17 +256,17 @@ int nk_process_get_policy(int *kind, int *nodes, size_t cap, nk_error *err)
 				     NK_PROCESS_INTERLEAVE, NK_PROCESS_LOCAL, NK_PROCESS_PREFERRED_MANY,
 				     NK_PROCESS_WEIGHTED };
 	nk__ilist set = { 0 };
-	int mode = 0, rc;
+	int mode = 0, rc, e;
 
 	if (!kind)
 		return nk__error(err, NK_EINVAL, "no place for the policy's kind");
-	rc = nk__os_get_mempolicy(&mode, &set, NULL, 0);
-	if (rc == -ENOSYS)
+	rc = nk__os_get_mempolicy(&mode, &set, NULL, 0, &e);
+	if (rc && e == ENOSYS)
 		return nk__error(err, NK_ENOSYS, "this kernel has no memory-policy system calls (no NUMA support)");
-	if (rc == -ENOMEM)
+	if (rc && e == ENOMEM)
 		return nk__error(err, NK_ENOMEM, "out of memory");
 	if (rc)
-		return nk__error(err, NK_ENOSYS, "get_mempolicy: %s", strerror(-rc));
+		return nk__error(err, NK_ENOSYS, "get_mempolicy: %s", strerror(e));
 	mode &= 0xff; /* the mode flags live in the high bits (MPOL_F_STATIC_NODES, ...) */
 	if (mode < 0 || (size_t)mode >= sizeof kinds / sizeof kinds[0]) {
 		nk__ilist_free(&set);

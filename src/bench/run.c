@@ -55,7 +55,7 @@ struct member {
 	size_t steps;
 	double *samples;       /* chase: ns per access per repetition */
 	uint64_t loads;        /* patterns: loads per repetition */
-	int rc;                /* 0, -errno, or -EXDEV when it ran elsewhere */
+	int rc;                /* 0, -errno (the OS layer's sys_errno), or -EXDEV when it ran elsewhere */
 	int ran_cpu, ran_node;
 	volatile double sink;  /* results of kernels, so that nothing is elided */
 };
@@ -92,10 +92,10 @@ struct run {
 
 static int check_cpu(struct member *me)
 {
-	int cpu = -1, node = -1, rc = nk__os_getcpu(&cpu, &node);
+	int cpu = -1, node = -1, e;
 
-	if (rc)
-		return rc;
+	if (nk__os_getcpu(&cpu, &node, &e))
+		return -e;
 	me->ran_cpu = cpu;
 	me->ran_node = node;
 	return cpu == me->cpu && node == me->node ? 0 : -EXDEV;
@@ -154,7 +154,7 @@ static void *member_main(void *arg)
 {
 	struct member *me = arg;
 	struct team *t = me->t;
-	int rc, go;
+	int rc, go, e;
 
 	pthread_mutex_lock(&t->lock);
 	while (!t->gate)
@@ -164,7 +164,7 @@ static void *member_main(void *arg)
 	if (!go)
 		return NULL;
 
-	rc = nk__os_set_affinity(0, &me->cpu, 1);
+	rc = nk__os_set_affinity(0, &me->cpu, 1, &e) ? -e : 0;
 	if (!rc)
 		rc = check_cpu(me);
 	if (rc) {
@@ -238,7 +238,7 @@ static int verify(struct run *ru, int mi, const char *when, size_t *pages_out)
 {
 	const size_t batch = 4096;
 	size_t ps = ru->r->page_size, pages = ru->len / ps, bad = 0, first_bad = 0;
-	int node = ru->r->mem_nodes[mi], bad_node = 0, rc = 0;
+	int node = ru->r->mem_nodes[mi], bad_node = 0, rc = 0, e;
 	void **ptrs = malloc(batch * sizeof *ptrs);
 	int *st = malloc(batch * sizeof *st);
 
@@ -252,10 +252,10 @@ static int verify(struct run *ru, int mi, const char *when, size_t *pages_out)
 
 		for (size_t i = 0; i < k; i++)
 			ptrs[i] = (char *)ru->bufs[mi] + (p + i) * ps;
-		r = nk__os_move_pages(k, ptrs, NULL, st, 0);
+		r = nk__os_move_pages(k, ptrs, NULL, st, 0, &e);
 		if (r < 0) {
-			rc = nk__error(ru->err, r == -ENOSYS ? NK_ENOSYS : NK_EPERM,
-				       "memory node %d: cannot ask where pages are (move_pages): %s", node, strerror((int)-r));
+			rc = nk__error(ru->err, e == ENOSYS ? NK_ENOSYS : NK_EPERM,
+				       "memory node %d: cannot ask where pages are (move_pages): %s", node, strerror(e));
 			goto out;
 		}
 		for (size_t i = 0; i < k; i++)
@@ -289,18 +289,18 @@ out:
 
 static int place(struct run *ru, int mi)
 {
-	int node = ru->r->mem_nodes[mi], rc;
+	int node = ru->r->mem_nodes[mi], rc, e;
 
-	rc = nk__os_map_anon(ru->len, &ru->bufs[mi]);
+	rc = nk__os_map_anon(ru->len, &ru->bufs[mi], &e);
 	if (rc) {
 		ru->bufs[mi] = NULL;
 		return nk__error(ru->err, NK_ENOMEM, "memory node %d: cannot map %.0f MiB: %s", node, ru->len / MIB,
-				 strerror(-rc));
+				 strerror(e));
 	}
-	rc = nk__os_mbind(ru->bufs[mi], ru->len, NK__MPOL_BIND, &node, 1, 0);
+	rc = nk__os_mbind(ru->bufs[mi], ru->len, NK__MPOL_BIND, &node, 1, 0, &e);
 	if (rc)
-		return nk__error(ru->err, rc == -ENOSYS ? NK_ENOSYS : NK_EPERM, "memory node %d: mbind(MPOL_BIND): %s",
-				 node, strerror(-rc));
+		return nk__error(ru->err, e == ENOSYS ? NK_ENOSYS : NK_EPERM, "memory node %d: mbind(MPOL_BIND): %s",
+				 node, strerror(e));
 	nk__bench_chase_init(ru->bufs[mi], ru->len / NK__LINE, NK__LINE, ru->r->opts.seed);
 	return verify(ru, mi, "after the first touch", NULL);
 }
@@ -763,7 +763,7 @@ int nk_bench_run(const nk_machine *m, const nk_bench_options *o, nk_bench_progre
 out:
 	if (ru.bufs)
 		for (mi = 0; mi < ru.nmem; mi++)
-			nk__os_unmap(ru.bufs[mi], ru.len);
+			nk__os_unmap(ru.bufs[mi], ru.len, NULL);
 	if (ru.cpus)
 		for (ci = 0; ci < ru.ncpu; ci++)
 			free(ru.cpus[ci]);

@@ -19,7 +19,9 @@
 
 /**
  * What the placement code asks of the kernel.  Each returns 0 (or a count)
- * or -errno, like the wrappers of src/os/os.h.
+ * or the kernel's -errno: the fallback logic of apply.c reasons about the
+ * errno itself (ENOMEM, EACCES, EBUSY ...).  The live table (where.c) takes
+ * it from the *sys_errno of src/os/os.h's calls, which return NK_E* codes.
  */
 struct nk__memops {
 	/* move_pages(2) of the calling process: nodes NULL queries */

@@ -193,7 +193,7 @@ static void nt_unpublish(int i)
  */
 static int nt_unprotect(uintptr_t page, uintptr_t ps, uintptr_t s, uintptr_t e)
 {
-	if (nk__os_protect((void *)page, ps, NK__PROT_RW) == 0)
+	if (nk__os_protect((void *)page, ps, NK__PROT_RW, NULL) == 0)
 		return 0;
 	uintptr_t ws = page & ~(NK__NT_WIDE_SPAN - 1), we = ws + NK__NT_WIDE_SPAN;
 	if (ws < s)
@@ -201,9 +201,9 @@ static int nt_unprotect(uintptr_t page, uintptr_t ps, uintptr_t s, uintptr_t e)
 	if (we > e || we < ws)
 		we = e;
 	nt_inc(&nt_count.wide);
-	if (nk__os_protect((void *)ws, we - ws, NK__PROT_RW) == 0)
+	if (nk__os_protect((void *)ws, we - ws, NK__PROT_RW, NULL) == 0)
 		return 0;
-	return nk__os_protect((void *)s, e - s, NK__PROT_RW);
+	return nk__os_protect((void *)s, e - s, NK__PROT_RW, NULL);
 }
 
 /*
@@ -225,7 +225,7 @@ static int nt_take_page(uintptr_t page, uintptr_t s, uintptr_t e)
 		return -1;
 	/* Query first: a page already local costs no migration, and only the
 	 * query tells "moved" from "was there" apart in the counters. */
-	if (nk__os_getcpu(NULL, &node) == 0 && nk__os_move_pages(1, &p, NULL, &status, 0) == 0) {
+	if (nk__os_getcpu(NULL, &node, NULL) == 0 && nk__os_move_pages(1, &p, NULL, &status, 0, NULL) == 0) {
 		int target = nk__next_touch_target(node);
 		if (status < 0) {
 			/* -ENOENT: never touched; -EFAULT: the shared zero page.
@@ -233,7 +233,7 @@ static int nt_take_page(uintptr_t page, uintptr_t s, uintptr_t e)
 			nt_inc(&nt_count.unbacked);
 		} else if (status == target) {
 			nt_inc(&nt_count.local);
-		} else if (nk__os_move_pages(1, &p, &target, &status, 0) == 0 && status == target) {
+		} else if (nk__os_move_pages(1, &p, &target, &status, 0, NULL) == 0 && status == target) {
 			nt_inc(&nt_count.moved);
 		} else {
 			nt_inc(&nt_count.failed);
@@ -325,10 +325,10 @@ int nk_next_touch_handle_fault(int sig, void *info, void *uctx)
 /* Install the handler, or put it back on top of one installed since.  Locked. */
 static int nt_install_locked(nk_error *err)
 {
-	int idx = atomic_load_explicit(&nt_prev_idx, memory_order_relaxed), rc;
+	int idx = atomic_load_explicit(&nt_prev_idx, memory_order_relaxed), rc, e;
 
 	if (atomic_load_explicit(&nt_installed, memory_order_relaxed)) {
-		rc = nk__os_fault_current(nt_handler);
+		rc = nk__os_fault_current(nt_handler, &e);
 		if (rc == 1)
 			return 0;
 		if (rc < 0)
@@ -337,18 +337,18 @@ static int nt_install_locked(nk_error *err)
 	/* Read the handler we are about to replace into the copy no handler
 	 * reads, publish it, then install: a foreign fault between the two
 	 * steps reaches the right handler either way. */
-	rc = nk__os_fault_query(&nt_prev[idx ^ 1]);
+	rc = nk__os_fault_query(&nt_prev[idx ^ 1], &e);
 	if (rc)
 		goto out_fail;
 	atomic_store_explicit(&nt_prev_idx, idx ^ 1, memory_order_release);
-	rc = nk__os_fault_install(nt_handler, NULL);
+	rc = nk__os_fault_install(nt_handler, NULL, &e);
 	if (rc)
 		goto out_fail;
 	atomic_store_explicit(&nt_installed, 1, memory_order_release);
 	return 0;
 
 out_fail:
-	return nk__error(err, NK_ENOSYS, "next-touch: cannot install the SIGSEGV handler: %s", strerror(-rc));
+	return nk__error(err, NK_ENOSYS, "next-touch: cannot install the SIGSEGV handler: %s", strerror(e));
 }
 
 /* Fallback of every node of @p m: the nearest node with memory the process may use. */
@@ -386,15 +386,17 @@ static int nt_pages(const void *addr, size_t len, uintptr_t ps, uintptr_t *s, ui
 	return 0;
 }
 
+/* The code nk_next_touch_arm reports for mprotect's errno @p e (not os.h's table: EIO and the like
+ * are a bad range to the caller). */
 static int nt_errno_code(int e)
 {
 	switch (e) {
-	case -ENOMEM:
+	case ENOMEM:
 		return NK_ENOMEM;
-	case -EACCES:
-	case -EPERM:
+	case EACCES:
+	case EPERM:
 		return NK_EPERM;
-	case -ENOSYS:
+	case ENOSYS:
 		return NK_ENOSYS;
 	default:
 		return NK_EINVAL;
@@ -404,7 +406,7 @@ static int nt_errno_code(int e)
 int nk_next_touch_arm(const nk_machine *m, void *addr, size_t len, nk_error *err)
 {
 	uintptr_t ps = nk__os_page_size(), s, e, hs, he, os_, oe;
-	int merged[NK_NEXT_TOUCH_MAX_REGIONS], nmerged = 0, slot, rc;
+	int merged[NK_NEXT_TOUCH_MAX_REGIONS], nmerged = 0, slot, rc, sys_e;
 
 	if (!addr || !len || nt_pages(addr, len, ps, &s, &e))
 		return nk__error(err, NK_EINVAL, "next-touch: bad range %p + %zu", addr, len);
@@ -441,7 +443,7 @@ int nk_next_touch_arm(const nk_machine *m, void *addr, size_t len, nk_error *err
 		nt_publish(slot, hs, he);
 	}
 
-	rc = nk__os_protect((void *)s, e - s, NK__PROT_NONE);
+	rc = nk__os_protect((void *)s, e - s, NK__PROT_NONE, &sys_e);
 	if (rc) {
 		/*
 		 * mprotect changes mapping after mapping and stops at the first
@@ -449,12 +451,12 @@ int nk_next_touch_arm(const nk_machine *m, void *addr, size_t len, nk_error *err
 		 * with the old access gives back exactly what the failed one took,
 		 * and fails at the same place.  Its result is therefore ignored.
 		 */
-		(void)nk__os_protect((void *)s, e - s, NK__PROT_RW);
+		(void)nk__os_protect((void *)s, e - s, NK__PROT_RW, NULL);
 		if (slot >= 0)
 			nt_unpublish(slot);
-		rc = nk__error(err, nt_errno_code(rc), "next-touch: mprotect %p + %zu: %s%s", (void *)s,
-			       (size_t)(e - s), strerror(-rc),
-			       rc == -ENOMEM ? " (not entirely mapped, or vm.max_map_count reached)" : "");
+		rc = nk__error(err, nt_errno_code(sys_e), "next-touch: mprotect %p + %zu: %s%s", (void *)s,
+			       (size_t)(e - s), strerror(sys_e),
+			       sys_e == ENOMEM ? " (not entirely mapped, or vm.max_map_count reached)" : "");
 		goto out_unlock;
 	}
 	if (slot >= 0)

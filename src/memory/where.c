@@ -10,24 +10,34 @@
 
 #include "os/os.h"
 
+/*
+ * The operations table speaks the kernel's -errno (memory.h): apply.c's fallback reasons about
+ * ENOMEM, EACCES, EBUSY, as its fake kernels in the tests do.  The OS layer returns an NK_E* code and
+ * the errno beside it (os.h), never 0 on failure, so the errno is what these adapters hand on.
+ */
 static long os_move_pages(void *ctx, unsigned long count, void **pages, const int *nodes, int *status)
 {
-	return nk__os_move_pages(count, pages, nodes, status, NK__MPOL_MF_MOVE);
+	int e;
+	long rc = nk__os_move_pages(count, pages, nodes, status, NK__MPOL_MF_MOVE, &e);
+	return rc < 0 ? -e : rc;
 }
 
 static int os_mbind(void *ctx, void *addr, size_t len, int mode, const int *nodes, size_t n)
 {
-	return nk__os_mbind(addr, len, mode, nodes, n, 0);
+	int e;
+	return nk__os_mbind(addr, len, mode, nodes, n, 0, &e) ? -e : 0;
 }
 
 static int os_populate(void *ctx, void *addr, size_t len)
 {
-	return nk__os_populate_write(addr, len);
+	int e;
+	return nk__os_populate_write(addr, len, &e) ? -e : 0;
 }
 
 static int os_mapped(void *ctx, const void *addr, size_t len)
 {
-	return nk__os_range_mapped(addr, len);
+	int e;
+	return nk__os_range_mapped(addr, len, &e) ? -e : 0;
 }
 
 static int os_node_meminfo(void *ctx, int node, uint64_t *total, uint64_t *free_bytes)

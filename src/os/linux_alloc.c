@@ -17,7 +17,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-int nk__os_map_aligned(size_t len, size_t align, void **out)
+int nk__os_map_aligned(size_t len, size_t align, void **out, int *sys_errno)
 {
 	size_t ps = (size_t)nk__os_page_size();
 	size_t total, head, tail;
@@ -25,20 +25,20 @@ int nk__os_map_aligned(size_t len, size_t align, void **out)
 	void *p;
 
 	if (!len || !align || len % ps || align % ps || len > SIZE_MAX - align - 3 * ps)
-		return -EINVAL;
+		return nk__os_sys(EINVAL, sys_errno);
 	/* Reserve inaccessible address space with room for a guard page on each
 	 * side and some aligned page inside, open the data read-write, return
 	 * the rest.  The different protection keeps the data its own VMA. */
 	total = len + align + 2 * ps;
 	p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
-		return -errno;
+		return nk__os_sys(errno, sys_errno);
 	start = (uintptr_t)p;
 	aligned = (start + ps + align - 1) / align * align;
 	if (mprotect((void *)aligned, len, PROT_READ | PROT_WRITE)) {
-		int e = -errno;
+		int e = errno;
 		munmap(p, total);
-		return e;
+		return nk__os_sys(e, sys_errno);
 	}
 	head = aligned - ps - start;
 	tail = total - head - len - 2 * ps;
@@ -49,22 +49,23 @@ int nk__os_map_aligned(size_t len, size_t align, void **out)
 	if (tail)
 		(void)munmap((char *)aligned + len + ps, tail);
 	*out = (void *)aligned;
-	return 0;
+	return nk__os_ok(0, sys_errno);
 }
 
-int nk__os_unmap_aligned(void *addr, size_t len)
+int nk__os_unmap_aligned(void *addr, size_t len, int *sys_errno)
 {
 	size_t ps = (size_t)nk__os_page_size();
 
-	return munmap((char *)addr - ps, len + 2 * ps) ? -errno : 0;
+	return munmap((char *)addr - ps, len + 2 * ps) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_no_huge_pages(void *addr, size_t len)
+int nk__os_no_huge_pages(void *addr, size_t len, int *sys_errno)
 {
 #ifdef MADV_NOHUGEPAGE
-	return madvise(addr, len, MADV_NOHUGEPAGE) ? -errno : 0;
+	return madvise(addr, len, MADV_NOHUGEPAGE) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 #else
-	return -ENOSYS;
+	(void)addr, (void)len;
+	return nk__os_sys(ENOSYS, sys_errno);
 #endif
 }
 
@@ -75,7 +76,7 @@ int nk__os_read_numa_maps(int pid, char **out, size_t *len, int *sys_errno)
 	int rc, e = 0;
 
 	if (pid < 0)
-		return NK_EINVAL;
+		return (int)nk__os_ret(NK_EINVAL, EINVAL, sys_errno);
 	if (pid == 0) {
 		snprintf(dir, sizeof dir, "/proc/self");
 	} else {

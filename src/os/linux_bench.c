@@ -12,24 +12,24 @@
 #include <sys/mman.h>
 #include <time.h>
 
-int nk__os_map_anon(size_t len, void **out)
+int nk__os_map_anon(size_t len, void **out, int *sys_errno)
 {
 	void *p;
 
 	if (!len || !out)
-		return -EINVAL;
+		return nk__os_sys(EINVAL, sys_errno);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return -errno;
+		return nk__os_sys(errno, sys_errno);
 	*out = p;
-	return 0;
+	return nk__os_ok(0, sys_errno);
 }
 
-int nk__os_unmap(void *addr, size_t len)
+int nk__os_unmap(void *addr, size_t len, int *sys_errno)
 {
 	if (!addr)
-		return 0;
-	return munmap(addr, len) ? -errno : 0;
+		return nk__os_ok(0, sys_errno);
+	return munmap(addr, len) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
 uint64_t nk__os_now_ns(void)

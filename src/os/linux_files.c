@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Linux OS layer: fsroot-relative reads of /sys and /proc, affinity, page size. */
+/* Linux OS layer: fsroot-relative reads of /sys and /proc, the user's files (whole reads, atomic
+ * writes, descriptors for libelf, stat, realpath), affinity, page size.  Errors per os.h: the files
+ * table (nk__os_file_code) and *sys_errno. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_ALLOC */
 #endif
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static int join(const char *root, const char *path, char *buf, size_t cap)
@@ -22,22 +25,6 @@ static int join(const char *root, const char *path, char *buf, size_t cap)
 		root = "";
 	int k = snprintf(buf, cap, "%s%s%s", root, (path[0] == '/' || !*root) ? "" : "/", path);
 	return (k < 0 || (size_t)k >= cap) ? NK_EINVAL : 0;
-}
-
-static int errno_code(int e)
-{
-	switch (e) {
-	case ENOENT:
-	case ENOTDIR:
-		return NK_ENOENT;
-	case ENOMEM:
-		return NK_ENOMEM;
-	case EACCES:
-	case EPERM:
-		return NK_EPERM;
-	default:
-		return NK_EIO;
-	}
 }
 
 int nk__os_read_file(const char *root, const char *path, char **out)
@@ -51,9 +38,46 @@ int nk__os_read_file(const char *root, const char *path, char **out)
 	return nk__os_read_whole(full, NK__OS_MAX_FILE, out, &len, NULL);
 }
 
-int nk__os_open_read(const char *path)
+int nk__os_open_read(const char *path, int *sys_errno)
 {
-	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return (int)nk__os_ret(nk__os_file_code(errno), errno, sys_errno);
+	return (int)nk__os_ret(fd, 0, sys_errno);
+}
+
+int nk__os_close(int fd, int *sys_errno)
+{
+	/* Linux frees the descriptor even when close reports an error: never retried */
+	if (fd >= 0 && close(fd))
+		return (int)nk__os_ret(NK_EIO, errno, sys_errno);
+	return (int)nk__os_ret(0, 0, sys_errno);
+}
+
+int nk__os_stat(const char *path, struct nk__os_stat *st, int *sys_errno)
+{
+	struct stat s;
+
+	if (stat(path, &s))
+		return (int)nk__os_ret(nk__os_file_code(errno), errno, sys_errno);
+	st->size = (uint64_t)s.st_size;
+	st->ino = (uint64_t)s.st_ino;
+	st->dev_major = major(s.st_dev);
+	st->dev_minor = minor(s.st_dev);
+	st->is_reg = S_ISREG(s.st_mode) ? 1 : 0;
+	st->is_dir = S_ISDIR(s.st_mode) ? 1 : 0;
+	return (int)nk__os_ret(0, 0, sys_errno);
+}
+
+int nk__os_realpath(const char *path, char **out, int *sys_errno)
+{
+	char *r = realpath(path, NULL);
+
+	if (!r)
+		return (int)nk__os_ret(nk__os_file_code(errno), errno, sys_errno);
+	*out = r;
+	return (int)nk__os_ret(0, 0, sys_errno);
 }
 
 int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int *sys_errno)
@@ -66,7 +90,7 @@ int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		e = errno;
-		rc = errno_code(e);
+		rc = nk__os_file_code(e);
 		goto out;
 	}
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -80,6 +104,7 @@ int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int
 			size_t ncap = cap ? cap * 2 : 65536;
 			char *nb = realloc(buf, ncap);
 			if (!nb) {
+				e = ENOMEM;
 				rc = NK_ENOMEM;
 				goto out_free;
 			}
@@ -104,6 +129,7 @@ int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int
 		}
 	}
 	if (!buf && !(buf = malloc(1))) {
+		e = ENOMEM;
 		rc = NK_ENOMEM;
 		goto out_close;
 	}
@@ -111,15 +137,13 @@ int nk__os_read_whole(const char *path, size_t max, char **out, size_t *len, int
 	*out = buf;
 	*len = n;
 	close(fd);
-	return 0;
+	return (int)nk__os_ret(0, 0, sys_errno);
 out_free:
 	free(buf);
 out_close:
 	close(fd);
 out:
-	if (sys_errno)
-		*sys_errno = e;
-	return rc;
+	return (int)nk__os_ret(rc, e, sys_errno);
 }
 
 int nk__os_write_atomic(const char *path, const void *data, size_t len, const char **stage, int *sys_errno)
@@ -131,7 +155,7 @@ int nk__os_write_atomic(const char *path, const void *data, size_t len, const ch
 
 	*stage = "create";
 	if (!tmp)
-		return NK_ENOMEM;
+		return (int)nk__os_ret(NK_ENOMEM, ENOMEM, sys_errno);
 	for (unsigned attempt = 0; fd < 0 && attempt < 100; attempt++) {
 		snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -141,9 +165,7 @@ int nk__os_write_atomic(const char *path, const void *data, size_t len, const ch
 	if (fd < 0) {
 		e = errno;
 		free(tmp);
-		if (sys_errno)
-			*sys_errno = e;
-		return NK_EIO;
+		return (int)nk__os_ret(NK_EIO, e, sys_errno);
 	}
 	*stage = "write";
 	while (len) {
@@ -167,16 +189,14 @@ int nk__os_write_atomic(const char *path, const void *data, size_t len, const ch
 	if (rename(tmp, path))
 		goto fail;
 	free(tmp);
-	return 0;
+	return (int)nk__os_ret(0, 0, sys_errno);
 fail:
 	e = errno;
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
 	free(tmp);
-	if (sys_errno)
-		*sys_errno = e;
-	return NK_EIO;
+	return (int)nk__os_ret(NK_EIO, e, sys_errno);
 }
 
 int nk__os_exists(const char *root, const char *path)
@@ -208,7 +228,7 @@ int nk__os_list_dir(const char *root, const char *path, const char *prefix, char
 		return rc;
 	d = opendir(full);
 	if (!d)
-		return errno_code(errno);
+		return nk__os_file_code(errno);
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;

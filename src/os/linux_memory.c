@@ -20,19 +20,19 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-int nk__os_populate_write(void *addr, size_t len)
+int nk__os_populate_write(void *addr, size_t len, int *sys_errno)
 {
 	/* Write-faults every page of the range like a store would, but without
 	 * storing: contents are unchanged, and a thread writing the same memory
 	 * at the same time cannot be clobbered (a "write zero" touch could). */
-	return madvise(addr, len, MADV_POPULATE_WRITE) ? -errno : 0;
+	return madvise(addr, len, MADV_POPULATE_WRITE) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_range_mapped(const void *addr, size_t len)
+int nk__os_range_mapped(const void *addr, size_t len, int *sys_errno)
 {
 	/* msync(MS_ASYNC) is a no-op on every mapping since Linux 2.6.19 except
 	 * for its range check: ENOMEM when part of the range is not mapped. */
-	return msync((void *)addr, len, MS_ASYNC) ? -errno : 0;
+	return msync((void *)addr, len, MS_ASYNC) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
 /* "Node 1 MemFree:   65536 kB" -> bytes; 0 when the key is missing. */

@@ -2,7 +2,8 @@
  * Starting and watching another program (nk_profile_run): PATH lookup, a
  * fork whose child waits for the parent before exec (the hw sampler attaches
  * perf events to it in between), waiting with a timeout, residency queries of
- * another process, and the few file operations on the parts folder.
+ * another process, and the few file operations on the parts folder.  Errors
+ * per os.h: NK_E* codes, the errno in *sys_errno.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -98,20 +99,20 @@ static void reap(pid_t pid)
 }
 
 int nk__os_spawn(const char *path, char *const argv[], char *const *const *envps, size_t n_envp,
-		 nk__os_spawn_hook hook, void *arg)
+		 nk__os_spawn_hook hook, void *arg, int *sys_errno)
 {
 	int go[2], report[2];
 	pid_t pid;
 
 	if (!path || !argv || !argv[0] || !envps || n_envp == 0 || n_envp > 255)
-		return -EINVAL;
+		return nk__os_sys(EINVAL, sys_errno);
 	if (pipe2(go, O_CLOEXEC))
-		return -errno;
+		return nk__os_sys(errno, sys_errno);
 	if (pipe2(report, O_CLOEXEC)) {
 		int e = errno;
 		close(go[0]);
 		close(go[1]);
-		return -e;
+		return nk__os_sys(e, sys_errno);
 	}
 	pid = fork();
 	if (pid < 0) {
@@ -120,7 +121,7 @@ int nk__os_spawn(const char *path, char *const argv[], char *const *const *envps
 		close(go[1]);
 		close(report[0]);
 		close(report[1]);
-		return -e;
+		return nk__os_sys(e, sys_errno);
 	}
 	if (pid == 0) {
 		/* Child: only async-signal-safe calls until exec. */
@@ -148,7 +149,7 @@ int nk__os_spawn(const char *path, char *const argv[], char *const *const *envps
 		close(report[0]);
 		kill(pid, SIGKILL);
 		reap(pid);
-		return which < 0 ? which : -EINVAL;
+		return which < 0 ? (int)nk__os_ret(which, ECANCELED, sys_errno) : nk__os_sys(EINVAL, sys_errno);
 	}
 	unsigned char b = (unsigned char)which;
 	ssize_t w;
@@ -162,18 +163,18 @@ int nk__os_spawn(const char *path, char *const argv[], char *const *const *envps
 	close(report[0]);
 	if (n == (int)sizeof child_errno) {
 		reap(pid);
-		return -(child_errno ? child_errno : EIO);
+		return nk__os_sys(child_errno ? child_errno : EIO, sys_errno);
 	}
-	return (int)pid;
+	return nk__os_ok((int)pid, sys_errno);
 }
 
-int nk__os_wait(int pid, int timeout_ms, int *status)
+int nk__os_wait(int pid, int timeout_ms, int *status, int *sys_errno)
 {
 	struct timespec slice = { 0, 5 * 1000000L };
 	int waited = 0;
 
 	if (pid <= 0 || timeout_ms < 0)
-		return -EINVAL;
+		return nk__os_sys(EINVAL, sys_errno);
 	for (;;) {
 		int st = 0;
 		pid_t r = waitpid(pid, &st, WNOHANG);
@@ -181,12 +182,12 @@ int nk__os_wait(int pid, int timeout_ms, int *status)
 		if (r == pid) {
 			if (status)
 				*status = st;
-			return 1;
+			return nk__os_ok(1, sys_errno);
 		}
 		if (r < 0 && errno != EINTR)
-			return -errno;
+			return errno == ECHILD ? (int)nk__os_ret(NK_EIO, ECHILD, sys_errno) : nk__os_sys(errno, sys_errno);
 		if (waited >= timeout_ms)
-			return 0;
+			return nk__os_ok(0, sys_errno);
 		/* A short sleep rather than SIGCHLD: the library installs no signal handlers. */
 		nanosleep(&slice, NULL);
 		waited += 5;
@@ -201,9 +202,9 @@ void nk__os_sleep_ms(int ms)
 		;
 }
 
-int nk__os_kill(int pid, int sig)
+int nk__os_kill(int pid, int sig, int *sys_errno)
 {
-	return kill(pid, sig) ? -errno : 0;
+	return kill(pid, sig) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
 int nk__os_alive(int pid)
@@ -213,62 +214,68 @@ int nk__os_alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-long nk__os_query_pages(int pid, unsigned long count, void **pages, int *status)
+long nk__os_query_pages(int pid, unsigned long count, void **pages, int *status, int *sys_errno)
 {
 #ifdef SYS_move_pages
 	long rc = syscall(SYS_move_pages, pid, count, pages, NULL, status, 0);
-	return rc < 0 ? -errno : rc;
+	return rc < 0 ? nk__os_sys(errno, sys_errno) : nk__os_ret(rc, 0, sys_errno);
 #else
 	(void)pid;
 	(void)count;
 	(void)pages;
 	(void)status;
-	return -ENOSYS;
+	return nk__os_sys(ENOSYS, sys_errno);
 #endif
 }
 
-int nk__os_mkdir(const char *path)
+/* A file call's failure (os.h's files table). */
+static int file_fail(int e, int *sys_errno)
+{
+	return (int)nk__os_ret(nk__os_file_code(e), e, sys_errno);
+}
+
+int nk__os_mkdir(const char *path, int *sys_errno)
 {
 	struct stat st;
 
 	if (mkdir(path, 0700) == 0)
-		return 0;
+		return nk__os_ok(0, sys_errno);
 	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	return -errno;
+		return nk__os_ok(0, sys_errno);
+	return file_fail(errno, sys_errno);
 }
 
-int nk__os_remove(const char *path)
+int nk__os_remove(const char *path, int *sys_errno)
 {
-	return remove(path) ? -errno : 0;
+	return remove(path) ? file_fail(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_file_size(const char *path, uint64_t *size)
+int nk__os_file_size(const char *path, uint64_t *size, int *sys_errno)
 {
-	struct stat st;
+	struct nk__os_stat st;
+	int rc = nk__os_stat(path, &st, sys_errno);
 
-	if (stat(path, &st))
-		return -errno;
-	*size = (uint64_t)st.st_size;
+	if (rc)
+		return rc;
+	*size = st.size;
 	return 0;
 }
 
-int nk__os_is_dir(const char *path)
+int nk__os_is_dir(const char *path, int *sys_errno)
 {
-	struct stat st;
+	struct nk__os_stat st;
+	int rc = nk__os_stat(path, &st, sys_errno);
 
-	if (stat(path, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 1 : 0;
+	return rc ? rc : st.is_dir;
 }
 
-long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len)
+long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len, int *sys_errno)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t got = 0;
 
 	if (fd < 0)
-		return -errno;
+		return file_fail(errno, sys_errno);
 	while (got < len) {
 		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
 		if (n < 0 && errno == EINTR)
@@ -276,14 +283,15 @@ long nk__os_read_at(const char *path, uint64_t off, void *buf, size_t len)
 		if (n < 0) {
 			int e = errno;
 			close(fd);
-			return -e;
+			/* EISDIR, EIO, EINVAL: the file exists but cannot be read */
+			return (int)nk__os_ret(NK_EIO, e, sys_errno);
 		}
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
 	close(fd);
-	return (long)got;
+	return nk__os_ret((long)got, 0, sys_errno);
 }
 
 int nk__os_object_dir(const void *fn, char **out)

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-int nk__os_protect(void *addr, size_t len, int access)
+int nk__os_protect(void *addr, size_t len, int access, int *sys_errno)
 {
 	int prot;
 
@@ -29,12 +29,12 @@ int nk__os_protect(void *addr, size_t len, int access)
 		prot = PROT_READ | PROT_WRITE;
 		break;
 	default:
-		return -EINVAL;
+		return nk__os_sys(EINVAL, sys_errno);
 	}
-	return mprotect(addr, len, prot) ? -errno : 0;
+	return mprotect(addr, len, prot) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_fault_install(nk__os_fault_fn fn, struct sigaction *old)
+int nk__os_fault_install(nk__os_fault_fn fn, struct sigaction *old, int *sys_errno)
 {
 	struct sigaction sa;
 
@@ -51,22 +51,22 @@ int nk__os_fault_install(nk__os_fault_fn fn, struct sigaction *old)
 	 */
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGSEGV, &sa, old) ? -errno : 0;
+	return sigaction(SIGSEGV, &sa, old) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_fault_query(struct sigaction *cur)
+int nk__os_fault_query(struct sigaction *cur, int *sys_errno)
 {
-	return sigaction(SIGSEGV, NULL, cur) ? -errno : 0;
+	return sigaction(SIGSEGV, NULL, cur) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
 }
 
-int nk__os_fault_current(nk__os_fault_fn fn)
+int nk__os_fault_current(nk__os_fault_fn fn, int *sys_errno)
 {
 	struct sigaction cur;
 
 	if (sigaction(SIGSEGV, NULL, &cur))
-		return -errno;
-	return (cur.sa_flags & SA_SIGINFO) &&
-	       cur.sa_sigaction == (void (*)(int, siginfo_t *, void *))fn;
+		return nk__os_sys(errno, sys_errno);
+	return nk__os_ok((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == (void (*)(int, siginfo_t *, void *))fn,
+			 sys_errno);
 }
 
 int nk__os_fault_decode(const void *info, void **addr)

@@ -398,8 +398,8 @@ int nk__hw_open_error(const char *root, int ev, int cpu, int e, nk_error *err)
 static void close_event(struct hw_event *e)
 {
 	if (!e->borrowed)
-		nk__os_perf_munmap(e->map, e->map_len);
-	nk__os_perf_close(e->fd);
+		nk__os_perf_munmap(e->map, e->map_len, NULL);
+	nk__os_perf_close(e->fd, NULL);
 }
 
 void nk__hw_close(struct nk__hw *h)
@@ -447,26 +447,26 @@ static void set_ring(struct hw_event *e, void *p, size_t len)
 	}
 }
 
-static int map_ring(struct hw_event *e, nk_error *err)
+static int map_ring(struct hw_event *ev, nk_error *err)
 {
 	unsigned long page = nk__os_page_size();
-	int rc = -ENOMEM;
+	int rc, e = ENOMEM;
 
 	/* unprivileged users share perf_event_mlock_kb: smaller rings rather than none */
 	for (size_t pages = NK__HW_RING_PAGES; pages >= NK__HW_MIN_PAGES; pages /= 2) {
 		size_t len = (pages + 1) * page;
 		void *p;
 
-		rc = nk__os_perf_mmap(e->fd, len, &p);
+		rc = nk__os_perf_mmap(ev->fd, len, &p, &e);
 		if (!rc) {
-			set_ring(e, p, len);
+			set_ring(ev, p, len);
 			return 0;
 		}
-		if (rc != -EPERM && rc != -ENOMEM)
+		if (e != EPERM && e != ENOMEM)
 			break;
 	}
 	return nk__error(err, NK_ENOSYS, NOPE ": mapping the perf ring buffer failed: %s (see perf_event_mlock_kb)",
-			 strerror(-rc));
+			 strerror(e));
 }
 
 /*
@@ -486,18 +486,18 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 	for (size_t i = 0; i < cpus->n; i++) {
 		struct perf_event_attr attr;
 		struct hw_event e = { .fd = -1, .kind = ev, .cpu = cpus->v[i] };
-		int leader = -1, fd, rc;
+		int leader = -1, fd, rc, e_open = 0;
 
 		if (has_aux) {
 			struct hw_event a = { .fd = -1, .kind = NK__HW_EV_AUX, .cpu = cpus->v[i] };
 			nk__hw_attr(plan, pmu, NK__HW_EV_AUX, rate, 0, 0, &attr);
-			leader = nk__os_perf_open(&attr, pid, cpus->v[i], -1, 0);
+			leader = nk__os_perf_open(&attr, pid, cpus->v[i], -1, 0, &e_open);
 			if (leader < 0)
-				return nk__hw_open_error(root, NK__HW_EV_AUX, cpus->v[i], -leader, err);
+				return nk__hw_open_error(root, NK__HW_EV_AUX, cpus->v[i], e_open, err);
 			a.fd = leader;
 			rc = push_event(h, &a);
 			if (rc) {
-				nk__os_perf_close(leader);
+				nk__os_perf_close(leader, NULL);
 				return rc;
 			}
 		}
@@ -511,13 +511,13 @@ static int open_kind(struct nk__hw *h, const char *root, const struct nk__hw_pla
 				attr.disabled = 0;
 				attr.enable_on_exec = 0;
 			}
-			fd = nk__os_perf_open(&attr, pid, cpus->v[i], leader, 0);
-			if (fd >= 0 || fd != -EINVAL || i > 0 || step + 1 >= steps)
+			fd = nk__os_perf_open(&attr, pid, cpus->v[i], leader, 0, &e_open);
+			if (fd >= 0 || e_open != EINVAL || i > 0 || step + 1 >= steps)
 				break;
 			step++;
 		}
 		if (fd < 0)
-			return nk__hw_open_error(root, ev, cpus->v[i], -fd, err);
+			return nk__hw_open_error(root, ev, cpus->v[i], e_open, err);
 		e.fd = fd;
 		e.lay.sample_type = attr.sample_type;
 		e.lay.kind = ev == NK__HW_EV_IBS ? NK__PERF_IBS_OP : ev == NK__HW_EV_STORE ? NK__PERF_PEBS_STORE

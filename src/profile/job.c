@@ -46,7 +46,7 @@ static int src_read(const struct src *s, uint64_t off, void *out, size_t n)
 		memcpy(out, s->buf + off, n);
 		return 0;
 	}
-	return nk__os_read_at(s->path, off, out, n) == (long)n ? 0 : -1;
+	return nk__os_read_at(s->path, off, out, n, NULL) == (long)n ? 0 : -1;
 }
 
 void nk__job_peek_free(struct nk__job_peek *p)
@@ -320,14 +320,14 @@ int nk__job_peek_buffer(const void *data, size_t len, const char *name, struct n
 static int peek_file(const char *path, struct nk__job_peek *out, int *job_err, nk_error *err)
 {
 	struct src s = { NULL, path, 0 };
-	int rc;
+	int rc, e;
 	if (job_err)
 		*job_err = 0;
 	if (!path || !out)
 		return nk__error(err, NK_EINVAL, "nk__job_peek_file: NULL argument");
-	if ((rc = nk__os_file_size(path, &s.size)))
-		return nk__error(err, rc == -ENOENT ? NK_ENOENT : NK_EIO, "%s: %s", path,
-				 rc == -ENOENT ? "no such file" : strerror(-rc));
+	if ((rc = nk__os_file_size(path, &s.size, &e)))
+		return nk__error(err, e == ENOENT ? NK_ENOENT : NK_EIO, "%s: %s", path,
+				 e == ENOENT ? "no such file" : strerror(e));
 	return peek(&s, path, out, job_err, err);
 }
 
@@ -454,7 +454,7 @@ static int expand_dir(const char *dir, struct nk__job_inputs *in, size_t *cap, n
 			rc = nk__error(err, NK_ENOMEM, "%s: out of memory", dir);
 			goto out;
 		}
-		if (nk__os_is_dir(p) == 1) {
+		if (nk__os_is_dir(p, NULL) == 1) {
 			free(p);
 			continue;
 		}
@@ -692,7 +692,7 @@ int nk__job_inputs(const char *const *paths, size_t n, struct nk__job_inputs *ou
 			rc = nk__error(err, NK_EINVAL, "nk__job_inputs: NULL path");
 			goto fail;
 		}
-		if (nk__os_is_dir(paths[i]) == 1) {
+		if (nk__os_is_dir(paths[i], NULL) == 1) {
 			dirs++;
 			if ((rc = expand_dir(paths[i], &in, &cap, err)))
 				goto fail;

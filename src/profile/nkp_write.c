@@ -1,31 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Profile records out (src/profile/nkp.h).  Async-signal-safe by design:
- * write(2) and nothing else, so the profiler runtime can close a part file
- * from a fatal-signal handler.
+ * write(2) (through the OS layer's nk__os_write_all) and nothing else, so the
+ * profiler runtime can close a part file from a fatal-signal handler.
  */
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "os/os.h"
 #include "profile/nkp.h"
 
-/* Write all of @p buf, retrying short writes and EINTR.  0 or -errno. */
+/* Write all of @p buf.  0 or -errno: the writer's contract (nkp.h) hands the errno on. */
 static int write_all(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	int e;
+	return nk__os_write_all(fd, buf, len, &e) ? -e : 0;
 }
 
 int nk__nkp_writer_init(struct nk__nkp_writer *w, int fd)

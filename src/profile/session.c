@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "os/os.h"
 #include "profile/hw.h"
@@ -226,7 +225,7 @@ static int has_trace_callbacks(const char *path)
 static const char *mpi_abi_of(const char *path)
 {
 	const char *abi = NULL;
-	int fd = nk__os_open_read(path);
+	int fd = nk__os_open_read(path, NULL);
 	if (fd < 0)
 		return NULL;
 	elf_version(EV_CURRENT);
@@ -247,7 +246,7 @@ static const char *mpi_abi_of(const char *path)
 	}
 	if (e)
 		elf_end(e);
-	close(fd);
+	nk__os_close(fd, NULL);
 	return abi;
 }
 
@@ -419,7 +418,7 @@ static void end_seen(struct part *p, uint64_t off, uint64_t len)
 
 	p->ended = 1;
 	p->forks = -1;
-	if (nk__os_read_at(p->path, off, b, n) != (long)n)
+	if (nk__os_read_at(p->path, off, b, n, NULL) != (long)n)
 		return;
 	b[n] = '\0';
 	const char *f = strstr(b, "\"forks\": ");
@@ -435,14 +434,14 @@ static void scan_part(struct part *p)
 {
 	uint64_t size;
 
-	if (p->bad || nk__os_file_size(p->path, &size))
+	if (p->bad || nk__os_file_size(p->path, &size, NULL))
 		return;
 	if (p->off == 0) {
 		struct nk__nkp_file_header fh;
 
 		if (size < sizeof fh)
 			return;
-		if (nk__os_read_at(p->path, 0, &fh, sizeof fh) != (long)sizeof fh ||
+		if (nk__os_read_at(p->path, 0, &fh, sizeof fh, NULL) != (long)sizeof fh ||
 		    memcmp(fh.magic, NK__NKP_MAGIC, sizeof fh.magic) || fh.header_size < sizeof fh) {
 			p->bad = 1;
 			return;
@@ -452,7 +451,7 @@ static void scan_part(struct part *p)
 	while (p->off + sizeof(struct nk__nkp_record_header) <= size) {
 		struct nk__nkp_record_header h;
 
-		if (nk__os_read_at(p->path, p->off, &h, sizeof h) != (long)sizeof h)
+		if (nk__os_read_at(p->path, p->off, &h, sizeof h, NULL) != (long)sizeof h)
 			return;
 		if (h.length > NK__NKP_MAX_PAYLOAD) {
 			p->bad = 1;
@@ -551,7 +550,7 @@ static void remove_parts(struct session *s)
 
 			if (!is_part_name(names[i], &pid) || !(p = path_join(s->dir, names[i])))
 				continue;
-			nk__os_remove(p);
+			nk__os_remove(p, NULL);
 			free(p);
 		}
 		nk__os_free_names(names, n);
@@ -606,7 +605,7 @@ static void resolve_pages(struct session *s)
 			pages[k] = (void *)((uintptr_t)s->hws.s[j].addr & mask);
 			idx[k++] = j;
 			if (k == QUERY_BATCH || j + 1 == s->hws.n) {
-				long rc = nk__os_query_pages((int)pid, k, pages, status);
+				long rc = nk__os_query_pages((int)pid, k, pages, status, NULL);
 				/* Unknown pages (process gone, page never touched) get -3, fixed to -1 below. */
 				for (size_t q = 0; q < k; q++)
 					s->hws.s[idx[q]].page_node =
@@ -615,7 +614,7 @@ static void resolve_pages(struct session *s)
 			}
 		}
 		if (k) {
-			long rc = nk__os_query_pages((int)pid, k, pages, status);
+			long rc = nk__os_query_pages((int)pid, k, pages, status, NULL);
 			for (size_t q = 0; q < k; q++)
 				s->hws.s[idx[q]].page_node = (int16_t)(rc == 0 && status[q] >= 0 ? status[q] : -3);
 		}
@@ -828,7 +827,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	const char **part_paths = NULL;
 	unsigned long long seed;
 	uint64_t t0, start_unix, last_progress;
-	int rc, pid, status = 0, ended = 0;
+	int rc, pid, status = 0, ended = 0, e = 0;
 
 	memset(&s, 0, sizeof s);
 	memset(&r, 0, sizeof r);
@@ -894,15 +893,13 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = nk__os_mkdir(dir_rel);
+	rc = nk__os_mkdir(dir_rel, &e);
 	if (rc) {
-		rc = nk__error(err, rc == -ENOENT ? NK_ENOENT : NK_EIO, "cannot create %s: %s", dir_rel,
-			       strerror(-rc));
+		rc = nk__error(err, e == ENOENT ? NK_ENOENT : NK_EIO, "cannot create %s: %s", dir_rel, strerror(e));
 		goto out;
 	}
-	s.dir = realpath(dir_rel, NULL);
-	if (!s.dir) {
-		rc = nk__error(err, NK_EIO, "%s: %s", dir_rel, strerror(errno));
+	if (nk__os_realpath(dir_rel, &s.dir, &e)) {
+		rc = nk__error(err, NK_EIO, "%s: %s", dir_rel, strerror(e));
 		goto out_rmdir;
 	}
 	remove_parts(&s); /* a previous run that failed to merge left them */
@@ -922,7 +919,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	char *const *const envps[2] = { env_a, env_b };
 	start_unix = nk__os_realtime_ns();
 	t0 = nk__os_now_ns();
-	pid = nk__os_spawn(prog, argv, envps, env_b ? 2 : 1, spawn_hook, &s);
+	pid = nk__os_spawn(prog, argv, envps, env_b ? 2 : 1, spawn_hook, &s, &e);
 	if (pid < 0) {
 		if (s.hook_rc == NK_ENOSYS)
 			rc = nk__error(err, NK_ENOSYS, "hw sampler unavailable: %s", s.hw_err.message);
@@ -930,8 +927,8 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 			rc = nk__error(err, s.hook_rc, "%s",
 				       s.hw_err.message[0] ? s.hw_err.message : nk_strerror(s.hook_rc));
 		else
-			rc = nk__error(err, pid == -ENOENT ? NK_ENOENT : pid == -EACCES ? NK_EPERM : NK_EIO,
-				       "cannot run %s: %s", prog, strerror(-pid));
+			rc = nk__error(err, e == ENOENT ? NK_ENOENT : e == EACCES ? NK_EPERM : NK_EIO,
+				       "cannot run %s: %s", prog, strerror(e));
 		goto out_rmdir;
 	}
 	if (o->progress) {
@@ -940,7 +937,7 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	}
 	last_progress = t0;
 	while (!ended) {
-		int w = nk__os_wait(pid, POLL_MS, &status);
+		int w = nk__os_wait(pid, POLL_MS, &status, NULL);
 		uint64_t now;
 
 		if (w < 0) {
@@ -1082,21 +1079,21 @@ int nk_profile_run(const nk_machine *m, const nk_profile_opts *o, char *const ar
 	}
 	add_warning(&r, warn);
 	remove_parts(&s);
-	nk__os_remove(s.dir);
+	nk__os_remove(s.dir, NULL);
 	if (res)
 		*res = r;
 	rc = 0;
 	goto out;
 
 out_kill:
-	nk__os_kill(pid, SIGKILL);
-	nk__os_wait(pid, 1000, NULL);
+	nk__os_kill(pid, SIGKILL, NULL);
+	nk__os_wait(pid, 1000, NULL, NULL);
 out_rmdir:
 	if (s.dir) {
 		remove_parts(&s);
-		nk__os_remove(s.dir);
+		nk__os_remove(s.dir, NULL);
 	} else if (dir_rel) {
-		nk__os_remove(dir_rel);
+		nk__os_remove(dir_rel, NULL);
 	}
 out_keep:
 out:

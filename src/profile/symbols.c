@@ -30,7 +30,6 @@
 #include <elfutils/libdwelf.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -39,9 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include "os/os.h"
 #include "profile/symbols.h"
@@ -518,9 +514,10 @@ static int seg_bias(Elf *elf, size_t nph, const struct smap *m, int check, uint6
 /* Open the object's ELF and find its bias; on any problem a warning and ok = 0. */
 static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, size_t nm)
 {
-	struct stat st;
+	struct nk__os_stat st;
 	GElf_Ehdr eh;
 	size_t nph;
+	int e;
 
 	o->fd = o->dbg_fd = -1;
 	/* files mapped without execute permission are data (locale archives, caches, memfds...): no warning */
@@ -536,27 +533,28 @@ static void open_object(nk__symtab *s, struct sobj *o, const size_t *members, si
 		OWARN("%s: deleted while mapped", o->path);
 		return;
 	}
-	if (stat(o->path, &st)) {
-		OWARN("%s: %s", o->path, strerror(errno));
+	if (nk__os_stat(o->path, &st, &e)) {
+		OWARN("%s: %s", o->path, strerror(e));
 		return;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+	if (!st.is_reg || st.size < sizeof(Elf64_Ehdr)) {
 		OWARN("%s: not an ELF file", o->path);
 		return;
 	}
-	if (o->inode && major(st.st_dev) == o->dmaj && minor(st.st_dev) == o->dmin && st.st_ino != o->inode) {
+	if (o->inode && st.dev_major == o->dmaj && st.dev_minor == o->dmin && st.ino != o->inode) {
 		OWARN("%s: replaced since the profile was taken (inode %" PRIu64 ", now %" PRIu64 ")", o->path,
-		     o->inode, (uint64_t)st.st_ino);
+		     o->inode, st.ino);
 		return;
 	}
 	for (size_t i = 0; i < nm; i++)
-		if (s->maps[members[i]].off >= (uint64_t)st.st_size) {
+		if (s->maps[members[i]].off >= st.size) {
 			OWARN("%s: shorter than when the profile was taken (changed since)", o->path);
 			return;
 		}
-	o->fd = nk__os_open_read(o->path);
+	o->fd = nk__os_open_read(o->path, &e);
 	if (o->fd < 0) {
-		OWARN("%s: %s", o->path, strerror(errno));
+		o->fd = -1;
+		OWARN("%s: %s", o->path, strerror(e));
 		return;
 	}
 	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
@@ -599,10 +597,8 @@ static void close_object(struct sobj *o)
 		elf_end(o->dbg_elf);
 	if (o->elf)
 		elf_end(o->elf);
-	if (o->dbg_fd >= 0)
-		close(o->dbg_fd);
-	if (o->fd >= 0)
-		close(o->fd);
+	nk__os_close(o->dbg_fd, NULL);
+	nk__os_close(o->fd, NULL);
 	free(o->funcs);
 	free(o->objs);
 	free(o->cus);
@@ -844,15 +840,17 @@ static void open_debug_file(struct sobj *o)
 	for (ssize_t i = 1; i < len; i++)
 		k += snprintf(path + k, sizeof path - (size_t)k, "%02x", b[i]);
 	snprintf(path + k, sizeof path - (size_t)k, ".debug");
-	o->dbg_fd = nk__os_open_read(path);
-	if (o->dbg_fd < 0)
+	o->dbg_fd = nk__os_open_read(path, NULL);
+	if (o->dbg_fd < 0) {
+		o->dbg_fd = -1;
 		return;
+	}
 	o->dbg_elf = elf_begin(o->dbg_fd, ELF_C_READ_MMAP, NULL);
 	if (!o->dbg_elf || elf_kind(o->dbg_elf) != ELF_K_ELF) {
 		if (o->dbg_elf)
 			elf_end(o->dbg_elf);
 		o->dbg_elf = NULL;
-		close(o->dbg_fd);
+		nk__os_close(o->dbg_fd, NULL);
 		o->dbg_fd = -1;
 	}
 }

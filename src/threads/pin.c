@@ -13,7 +13,7 @@
 
 int nk_thread_pin(const nk_placement *p, int thread, nk_error *err)
 {
-	int cpu, rc;
+	int cpu, rc, e;
 
 	if (!p)
 		return nk__error(err, NK_EINVAL, "nk_thread_pin: NULL placement");
@@ -21,21 +21,21 @@ int nk_thread_pin(const nk_placement *p, int thread, nk_error *err)
 		return nk__error(err, NK_EINVAL, "nk_thread_pin: thread %d (expected >= 0)", thread);
 	/* a larger team than the placement wraps, as the placement itself does past its cpus */
 	cpu = p->cpu[thread % p->n];
-	rc = nk__os_set_affinity(0, &cpu, 1);
-	switch (rc) {
-	case 0:
+	rc = nk__os_set_affinity(0, &cpu, 1, &e);
+	if (!rc)
 		return 0;
-	case -ENOSYS:
+	switch (e) {
+	case ENOSYS:
 		return nk__error(err, NK_ENOSYS, "thread %d: sched_setaffinity is not available", thread);
-	case -ENOMEM:
+	case ENOMEM:
 		return nk__error(err, NK_ENOMEM, "thread %d: out of memory", thread);
-	case -EINVAL:
+	case EINVAL:
 		/* the mask holds no cpu the thread may use: the cpuset changed since the placement was built */
 		return nk__error(err, NK_EPERM, "thread %d: cpu %d is not allowed to this thread now (cpuset changed?)",
 				 thread, cpu);
 	default:
 		return nk__error(err, NK_EPERM, "thread %d: the kernel refused cpu %d: %s", thread, cpu,
-				 strerror(-rc));
+				 strerror(e));
 	}
 }
 
@@ -43,7 +43,7 @@ int nk_thread_where(const nk_machine *m, int *cpu, int *node)
 {
 	int c = -1, n = -1, rc, ci;
 
-	rc = nk__os_getcpu(&c, &n);
+	rc = nk__os_getcpu(&c, &n, NULL);
 	if (rc)
 		return NK_ENOSYS; /* getcpu fails only where it does not exist */
 	if (m) {

@@ -70,7 +70,7 @@ static void page_nodes(const char *p, size_t n, int *nodes)
 	assert_non_null(pages);
 	for (size_t i = 0; i < n; i++)
 		pages[i] = (void *)(p + i * ps);
-	assert_int_equal(nk__os_move_pages(n, pages, NULL, nodes, 0), 0);
+	assert_int_equal(nk__os_move_pages(n, pages, NULL, nodes, 0, NULL), 0);
 	free(pages);
 }
 
@@ -85,8 +85,8 @@ static nk_next_touch_counts counts(void)
 static int pin(int cpu)
 {
 	int node = -1;
-	assert_int_equal(nk__os_set_affinity(0, &cpu, 1), 0);
-	assert_int_equal(nk__os_getcpu(NULL, &node), 0);
+	assert_int_equal(nk__os_set_affinity(0, &cpu, 1, NULL), 0);
+	assert_int_equal(nk__os_getcpu(NULL, &node, NULL), 0);
 	return node;
 }
 
@@ -327,7 +327,7 @@ static void test_single_thread(void **state)
 	assert_int_equal((c1.pages_moved + c1.pages_local) - (c0.pages_moved + c0.pages_local), n);
 	assert_int_equal(c1.move_failures, c0.move_failures);
 	int node = -1, nodes[64];
-	assert_int_equal(nk__os_getcpu(NULL, &node), 0);
+	assert_int_equal(nk__os_getcpu(NULL, &node, NULL), 0);
 	page_nodes((char *)a, n, nodes);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(nodes[i], nk__next_touch_target(node));

@@ -306,7 +306,7 @@ static void test_live_self(void **state)
 
 	assert_true(p != MAP_FAILED);
 	/* a policy of its own keeps the kernel from merging it with neighbours */
-	if (nk__os_mbind(p, 16 * ps, NK__MPOL_BIND, &node0, 1, 0) == -ENOSYS) {
+	if (nk__os_mbind(p, 16 * ps, NK__MPOL_BIND, &node0, 1, 0, NULL) == NK_ENOSYS) {
 		munmap(p, 16 * ps);
 		skip();
 	}

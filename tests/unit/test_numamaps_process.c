@@ -122,7 +122,7 @@ static void test_live(void **state)
 		skip();
 	}
 	expect(rc, 0, &err, NULL);
-	assert_int_equal(nk__os_get_mempolicy(&mode, &nodes, NULL, 0), 0);
+	assert_int_equal(nk__os_get_mempolicy(&mode, &nodes, NULL, 0, NULL), 0);
 	assert_int_equal(mode, NK__MPOL_BIND);
 	assert_int_equal(nodes.n, 1);
 	assert_int_equal(nodes.v[0], 0);
@@ -136,13 +136,13 @@ static void test_live(void **state)
 	}
 
 	expect(nk_process_set_policy(m, NK_PROCESS_INTERLEAVE, &node0, NULL, 1, 0, &err), 0, &err, NULL);
-	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0, NULL), 0);
 	assert_int_equal(mode, NK__MPOL_INTERLEAVE);
 
 	/* preferred-many: supported since 5.15, otherwise a clear ENOSYS */
 	rc = nk_process_set_policy(m, NK_PROCESS_PREFERRED_MANY, &node0, NULL, 1, 0, &err);
 	if (rc == 0) {
-		assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+		assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0, NULL), 0);
 		assert_int_equal(mode, NK__MPOL_PREFERRED_MANY);
 	} else {
 		expect(rc, NK_ENOSYS, &err, "preferred-many is not supported by this kernel");
@@ -150,11 +150,11 @@ static void test_live(void **state)
 	/* a dry run changes nothing */
 	expect(nk_process_set_policy(m, NK_PROCESS_MEMBIND, &node0, NULL, 1, NK_PROCESS_DRY_RUN, &err), 0, &err,
 	       NULL);
-	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0, NULL), 0);
 	assert_true(mode != NK__MPOL_BIND);
 
 	expect(nk_process_set_policy(m, NK_PROCESS_LOCAL, NULL, NULL, 0, 0, &err), 0, &err, NULL);
-	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0, NULL), 0);
 	assert_int_equal(mode, NK__MPOL_LOCAL);
 	{
 		int kind = -1;
@@ -163,7 +163,7 @@ static void test_live(void **state)
 	}
 
 	expect(nk_process_set_policy(m, NK_PROCESS_DEFAULT, NULL, NULL, 0, 0, &err), 0, &err, NULL);
-	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0), 0);
+	assert_int_equal(nk__os_get_mempolicy(&mode, NULL, NULL, 0, NULL), 0);
 	assert_int_equal(mode, NK__MPOL_DEFAULT);
 	{
 		int kind = -1;
@@ -175,7 +175,7 @@ static void test_live(void **state)
 	assert_int_equal(nk__os_affinity(&cpus), 0);
 	int last = cpus.v[cpus.n - 1], now = -1;
 	expect(nk_process_set_cpus(m, &last, 1, 0, &err), 0, &err, NULL);
-	assert_int_equal(nk__os_getcpu(&now, NULL), 0);
+	assert_int_equal(nk__os_getcpu(&now, NULL, NULL), 0);
 	assert_int_equal(now, last);
 	expect(nk_process_set_cpus(m, cpus.v, cpus.n, 0, &err), 0, &err, NULL);
 	nk__ilist_free(&cpus);
