@@ -2,7 +2,8 @@
  * numakit — NUMA memory-affinity toolkit.  The umbrella header: including it declares the whole stable
  * API, and the experimental one where NUMAKIT_EXPERIMENTAL is defined.  The declarations and their
  * documentation (what, returns, errors, thread safety) live in the topic headers it includes,
- * include/numakit/TOPIC.h, one topic each; include this one, not them.
+ * include/numakit/TOPIC.h, one topic each; include this one, not them (numakit/omp.h, which it does not
+ * include, excepted: see OPENMP).
  *
  * ERROR CONVENTION (stated once, followed everywhere)
  *   Every fallible function returns an int: 0 (NK_OK) or a non-negative

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * numakit/memory.h: applying a plan to memory (nk_apply), residency (nk_where) and NUMA arrays
- * (nk_array).  Part of the public API; include <numakit.h>, which includes it (it also compiles alone). 
+ * (nk_array).  Part of the public API; include <numakit.h>, which includes it (it also compiles alone).
  * Conventions (errors, identifiers, thread safety, API tiers): the top of <numakit.h>.
  *
  * API TIER: stable.  Every function here keeps its signature, its documented behaviour and its symbol in
@@ -67,7 +67,6 @@ NK_API int nk_apply(const nk_machine *m, const nk_plan *pl, void *addr, unsigned
  * @since 0.1
  */
 NK_API int nk_where(const nk_machine *m, const void *addr, size_t len, int *nodes, size_t *counts);
-
 
 /* ================= arrays (NUMA arrays, Minas MAi)
  *

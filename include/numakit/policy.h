@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * numakit/policy.h: placement policies and the plans they yield (the node of every page of a region). 
+ * numakit/policy.h: placement policies and the plans they yield (the node of every page of a region).
  * Part of the public API; include <numakit.h>, which includes it (it also compiles alone).  Conventions
  * (errors, identifiers, thread safety, API tiers): the top of <numakit.h>.
  *
