@@ -4,7 +4,9 @@
 
 Compares what the built library exports (readelf --dyn-syms: every defined global symbol with its version)
 with the record of it, abi/libnumakit.symbols, and with the two sources of what it should export: the
-version script abi/libnumakit.map and the NK_API declarations of the public header include/numakit.h.
+version script abi/libnumakit.map and the NK_API declarations of the public headers: the umbrella
+include/numakit.h and its topic headers include/numakit/*.h (one --header each), stable and experimental
+alike: an experimental function is declared only under NUMAKIT_EXPERIMENTAL, but exported as any other.
 
 Fails when, under the same soname,
   - a recorded symbol is gone, or has another version or type (an ABI break: old programs stop loading);
@@ -12,14 +14,15 @@ Fails when, under the same soname,
   - the library's soname is not the recorded one (a new ABI: regenerate the record);
 and whatever the record says, when
   - an exported symbol has no version (the version script was not applied);
-  - the exports differ from the version script, or a public node's symbols from the header's NK_API
+  - the exports differ from the version script, or a public node's symbols from the headers' NK_API
     functions, or a NUMAKIT_PRIVATE symbol is not an nk__ name.
 
-Usage: check_abi.py --lib LIB --symbols LIST --map MAP --header H [--readelf R] [--update]
-       check_abi.py --self-test --lib LIB --symbols LIST --map MAP --header H [--readelf R]
+Usage: check_abi.py --lib LIB --symbols LIST --map MAP --header H [--header H ...] [--readelf R] [--update]
+       check_abi.py --self-test --lib LIB --symbols LIST --map MAP --header H [--header H ...] [--readelf R]
 --update rewrites LIST from LIB (the other checks still run). --self-test proves the check can fail: it runs
 the check against altered copies of LIST (one symbol more, one fewer, one version changed, another soname)
-and fails unless each of them fails with its own message and the unaltered copy passes.
+and without the last header that declares functions, and fails unless each of them fails with its own
+message and the unaltered copy passes.
 """
 import argparse
 import os
@@ -82,7 +85,7 @@ def write_list(path, soname, syms):
         f.write("# The dynamic symbols libnumakit.so exports: VERSION NAME TYPE, one a line, and its soname.\n"
                 "# Generated from the built library by abi/check_abi.py --update (ninja -C BUILD abi-update);\n"
                 "# checked by the ctest abi.libnumakit. Do not edit by hand: change abi/libnumakit.map and\n"
-                "# include/numakit.h, build, regenerate. A line that disappears is an ABI break.\n")
+                "# include/numakit/*.h, build, regenerate. A line that disappears is an ABI break.\n")
         f.write(f"soname {soname}\n")
         for name, (ver, typ) in sorted(syms.items(), key=lambda kv: (kv[1][0] == PRIVATE_NODE, kv[1][0], kv[0])):
             f.write(f"{ver} {name} {typ}\n")
@@ -103,8 +106,9 @@ def read_map(path):
 
 
 def read_header(path):
-    """The NK_API function names declared in a public header."""
+    """The NK_API function names declared in a public header (NK_DEPRECATED("...") ones included)."""
     text = re.sub(r"/\*.*?\*/", "", open(path).read(), flags=re.S)
+    text = re.sub(r'\bNK_DEPRECATED\s*\(\s*"(?:[^"\\]|\\.)*"\s*\)', "", text)
     return set(re.findall(r"^\s*NK_API\b[^;(]*?\b(nk_\w+)\s*\(", text, flags=re.M))
 
 
@@ -130,10 +134,10 @@ def check(args):
         declared |= read_header(h)
     public = {n for n, (v, _) in syms.items() if v != PRIVATE_NODE}
     for name in sorted(declared - public):
-        problems.append(f"{name}: declared NK_API in the public header but not exported in a public node "
+        problems.append(f"{name}: declared NK_API in a public header but not exported in a public node "
                         f"(add it to a new node of {args.map})")
     for name in sorted(public - declared):
-        problems.append(f"{name}: exported in node {syms[name][0]} but not an NK_API function of the public header")
+        problems.append(f"{name}: exported in node {syms[name][0]} but not an NK_API function of the public headers")
     for name, (ver, _) in sorted(syms.items()):
         if ver == PRIVATE_NODE and not name.startswith("nk__"):
             problems.append(f"{name}: in {PRIVATE_NODE}, which holds only internal nk__ names")
@@ -158,7 +162,7 @@ def check(args):
                                     f"exported: an ABI break under soname {soname}; a symbol keeps its version")
             for name in sorted(set(syms) - set(rec)):
                 problems.append(f"ADDED {name}@{syms[name][0]}: not in the record. If on purpose (declared NK_API "
-                                f"in include/numakit.h, in a new version node of {args.map}), regenerate the "
+                                f"in include/numakit/TOPIC.h, in a new version node of {args.map}), regenerate the "
                                 f"record: {UPDATE_HOWTO}, and commit abi/libnumakit.symbols")
 
     for p in problems:
@@ -169,23 +173,29 @@ def check(args):
 
 
 def self_test(args):
-    """Run this script against altered copies of the record; each must fail with its own message."""
+    """Run this script against altered copies of the record, and without the last of the headers that
+    declare functions; each must fail with its own message."""
     soname, rec = read_list(args.symbols)
     name0 = sorted(n for n, (v, _) in rec.items() if v != PRIVATE_NODE)[0]
+    dropped = [h for h in args.header if read_header(h)][-1]
     cases = {
-        "unaltered": (soname, dict(rec), None),
-        "extra symbol": (soname, {**rec, "nk_gone_from_the_library": ("NUMAKIT_0.1", "FUNC")}, "REMOVED "),
-        "missing symbol": (soname, {k: v for k, v in rec.items() if k != name0}, "ADDED "),
-        "other version": (soname, {**rec, name0: ("NUMAKIT_0.0", rec[name0][1])}, "CHANGED "),
-        "other soname": ("libnumakit.so.999", dict(rec), "the soname is"),
+        "unaltered": (soname, dict(rec), None, args.header),
+        "extra symbol": (soname, {**rec, "nk_gone_from_the_library": ("NUMAKIT_0.1", "FUNC")}, "REMOVED ",
+                         args.header),
+        "missing symbol": (soname, {k: v for k, v in rec.items() if k != name0}, "ADDED ", args.header),
+        "other version": (soname, {**rec, name0: ("NUMAKIT_0.0", rec[name0][1])}, "CHANGED ", args.header),
+        "other soname": ("libnumakit.so.999", dict(rec), "the soname is", args.header),
+        # a topic header left unread: its functions are exports that no header declares
+        f"without {os.path.basename(dropped)}": (soname, dict(rec), "but not an NK_API function",
+                                                 [h for h in args.header if h != dropped]),
     }
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for what, (so, syms, expect) in cases.items():
+        for what, (so, syms, expect, headers) in cases.items():
             path = os.path.join(tmp, "symbols")
             write_list(path, so, syms)
             cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--symbols", path, "--map", args.map,
-                   "--readelf", args.readelf] + sum((["--header", h] for h in args.header), [])
+                   "--readelf", args.readelf] + sum((["--header", h] for h in headers), [])
             r = subprocess.run(cmd, capture_output=True, text=True)
             ok = r.returncode == 0 if expect is None else (r.returncode == 1 and expect in r.stdout)
             print(f"check_abi self-test: {what}: exit {r.returncode}, "

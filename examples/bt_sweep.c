@@ -36,7 +36,7 @@ int main(void)
 	return 77;
 }
 #else
-#include <omp.h>
+#include <numakit/omp.h> /* nk_omp_pin, nk_omp_static: included explicitly, with <omp.h> */
 
 static const char usage[] =
 	"usage: bt_sweep [--help] [SIZE [THREADS [ITERATIONS]]]\n"

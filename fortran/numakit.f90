@@ -2,9 +2,10 @@
 ! numakit — Fortran interface (module numakit) to the thread placement and
 ! loop schedule part of libnumakit, through ISO_C_BINDING.
 !
-! The interfaces bind the C functions of include/numakit.h one to one (same
-! names, same arguments, same return codes: 0 or a count on success, a
-! negative NK_E* code on failure).  Opaque handles (nk_machine, nk_placement,
+! The interfaces bind the C functions of include/numakit.h (numakit/threads.h:
+! all stable API, no NUMAKIT_EXPERIMENTAL needed) one to one (same names, same
+! arguments, same return codes: 0 or a count on success, a negative NK_E* code
+! on failure).  Opaque handles (nk_machine, nk_placement,
 ! nk_owner_sched, nk_array) are type(c_ptr); pass c_null_ptr for an optional
 ! nk_error.  Strings passed to C end with c_null_char:
 !     rc = nk_placement_build(m, "scatter"//c_null_char, nthreads, pl, c_null_ptr)

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs a numakit build into a temporary prefix and builds tests/consumer/ against it twice:
 # with `pkg-config --cflags --libs numakit` and with CMake's find_package(numakit) (shared and
-# static). Usage: tests/consumer/check.sh BUILD_DIR
+# static). Each way, the stable-only main.c builds with -Wall -Werror, and experimental.c (calls of
+# experimental functions) fails to compile without NUMAKIT_EXPERIMENTAL, because those functions are
+# undeclared, and compiles, links and runs with it (include/numakit.h "API TIERS").
+# Usage: tests/consumer/check.sh BUILD_DIR
 set -euo pipefail
 BUILD=$(cd "${1:?usage: check.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +17,29 @@ LIBDIR=$(dirname "$(find "$PREFIX" -name numakit.pc -print -quit)")/..
 LIBDIR=$(cd "$LIBDIR" && pwd)
 VERSION=$(PKG_CONFIG_PATH=$LIBDIR/pkgconfig pkg-config --modversion numakit)
 echo "consumer: installed numakit $VERSION into $PREFIX"
+for h in numakit.h numakit/common.h numakit/job.h numakit/omp.h; do
+  [ -f "$PREFIX/include/$h" ] || { echo "consumer: $h not installed" >&2; exit 1; }
+done
+
+# A failed compile of experimental.c without the macro, its output in $1: it must fail because the
+# experimental functions are undeclared, and for no other reason (every error names one of them).
+expect_undeclared() {
+  local log=$1 how=$2
+  if ! grep -Eq "(implicit declaration of function|undeclared function) .nk_profile_active" "$log"; then
+    echo "consumer: $how: experimental.c without NUMAKIT_EXPERIMENTAL failed, but not because" \
+         "nk_profile_active is undeclared:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  if grep -E "error:" "$log" | grep -Evq "(implicit declaration of function|undeclared function) .nk_profile_(active|phase|start)"; then
+    echo "consumer: $how: experimental.c without NUMAKIT_EXPERIMENTAL: an error other than an undeclared" \
+         "experimental function:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  echo "consumer: $how: without NUMAKIT_EXPERIMENTAL, experimental.c fails to compile: its experimental" \
+       "calls are undeclared (as expected)"
+}
 
 # 1. pkg-config, the way a Makefile would use it. The .pc file names the prefix the build was
 # configured with; --define-prefix (pkgconf) derives it from the file's location instead, as for any
@@ -24,6 +50,25 @@ pkg-config() { command pkg-config --define-prefix "$@"; }
 cc -std=c11 -Wall -Werror -DEXPECTED_VERSION="\"$VERSION\"" -o "$TMP/pc_consumer" "$HERE/main.c" \
    $(pkg-config --cflags --libs numakit)
 LD_LIBRARY_PATH=$LIBDIR "$TMP/pc_consumer"
+# shellcheck disable=SC2046
+if cc -std=c11 -Wall -Werror=implicit-function-declaration -o "$TMP/pc_experimental" "$HERE/experimental.c" \
+   $(pkg-config --cflags --libs numakit) >"$TMP/pc_experimental.log" 2>&1; then
+  echo "consumer: pkg-config: experimental.c compiled without NUMAKIT_EXPERIMENTAL" >&2
+  exit 1
+fi
+expect_undeclared "$TMP/pc_experimental.log" pkg-config
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror -DNUMAKIT_EXPERIMENTAL -o "$TMP/pc_experimental" "$HERE/experimental.c" \
+   $(pkg-config --cflags --libs numakit)
+LD_LIBRARY_PATH=$LIBDIR "$TMP/pc_experimental"
+# The OpenMP conveniences: their own installed header, numakit/omp.h.
+if echo 'int main(void){return 0;}' | cc -fopenmp -x c -o /dev/null - 2>/dev/null; then
+  printf '#include <numakit/omp.h>\nint main(void)\n{\n\tnk_range r = { 0, 0 };\n\tint bad = 0;\n#pragma omp parallel num_threads(2) reduction(+ : bad)\n\tbad += nk_omp_static(0, 10, &r) != 0;\n\treturn bad;\n}\n' >"$TMP/omp.c"
+  # shellcheck disable=SC2046
+  cc -std=c11 -Wall -Werror -fopenmp -o "$TMP/pc_omp" "$TMP/omp.c" $(pkg-config --cflags --libs numakit)
+  LD_LIBRARY_PATH=$LIBDIR "$TMP/pc_omp"
+  echo "consumer: pkg-config: numakit/omp.h builds and runs with -fopenmp"
+fi
 echo "consumer: pkg-config build OK"
 
 # 2. CMake find_package(numakit).
@@ -32,4 +77,12 @@ cmake -S "$HERE" -B "$TMP/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >"$TMP/c
 ninja -C "$TMP/cmake" >"$TMP/ninja.log" || { cat "$TMP/ninja.log"; exit 1; }
 LD_LIBRARY_PATH=$LIBDIR "$TMP/cmake/consumer_shared"
 "$TMP/cmake/consumer_static"
-echo "consumer: find_package(numakit) build OK (shared and static)"
+LD_LIBRARY_PATH=$LIBDIR "$TMP/cmake/consumer_experimental"
+cmake -S "$HERE" -B "$TMP/cmake-noexp" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" -DCONSUMER_WITHOUT_EXPERIMENTAL=ON \
+  >"$TMP/cmake-noexp.log" || { cat "$TMP/cmake-noexp.log"; exit 1; }
+if ninja -C "$TMP/cmake-noexp" consumer_experimental >"$TMP/ninja-noexp.log" 2>&1; then
+  echo "consumer: find_package: experimental.c compiled without NUMAKIT_EXPERIMENTAL" >&2
+  exit 1
+fi
+expect_undeclared "$TMP/ninja-noexp.log" find_package
+echo "consumer: find_package(numakit) build OK (shared and static, experimental with the macro)"

@@ -3,6 +3,9 @@
 // and the schedules, through the nk_omp_* conveniences and directly, partition loops inside an
 // OpenMP parallel region.  Built with or without OpenMP (without: a team of one).
 #include "numakit.h"
+#if defined(_OPENMP)
+#include "numakit/omp.h" // the nk_omp_* conveniences: their own header, included by hand
+#endif
 
 #include <cstdio>
 #include <vector>

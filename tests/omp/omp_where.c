@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "numakit.h"
+#include "numakit/omp.h" /* nk_omp_pin */
 
 int main(int argc, char **argv)
 {
