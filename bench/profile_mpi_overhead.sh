@@ -43,7 +43,7 @@ trap 'rm -rf "$TMP"' EXIT
 now() { date +%s%N; }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
-echo "profile_mpi_overhead: $MPI, $RANKS ranks x $OMP_NUM_THREADS threads, $MIB MiB and $SWEEPS sweeps per rank, $REPS repetitions (host $(nproc) cpus)"
+echo "profile_mpi_overhead: $MPI, $RANKS ranks x $OMP_NUM_THREADS threads, $MIB MiB and $SWEEPS sweeps per rank, $REPS repetitions (host $(getconf _NPROCESSORS_ONLN) cpus)"
 for i in $(seq "$REPS"); do
     t0=$(now)
     "${LAUNCH[@]}" "$PROG" "$MIB" "$SWEEPS" 1024 > "$TMP/plain.out" 2>&1 || { cat "$TMP/plain.out"; exit 1; }
