@@ -13,7 +13,6 @@
  */
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +35,6 @@
  * buffers) x 64 B per 80 ns (the fallback latency) = 8 GB/s; a node serves as many at full speed as it has
  * cores.  Only the ratio of the two matters to the stall; the MB/s are for the output. */
 #define WI_THREAD_MBS 8000.0
-#define WI_WIN_SAMPLES 16 /* a time window holds about this many samples per thread */
-#define WI_MAX_WIN 64
-#define WI_LOAD_Z 1.96    /* a node's load is its lower 95 % bound (one-sided z as the rest: docs/plan.md) */
 
 enum wi_kind {
 	WI_FIXED = 0,      /* a policy with a node per page (nk_plan) */
@@ -95,14 +91,8 @@ struct wi_ctx {
 	double *bw;         /* [k] MB/s, 0 not measured */
 	/* the default bandwidth model, when no node's bandwidth is measured (dflt) */
 	int dflt;
-	double *cap;        /* [k] streaming threads a node serves at full speed: its cores */
-	int nwin;           /* time windows */
-	uint64_t t0, tspan; /* the samples' times: first, last - first */
-	uint64_t *ld[2];    /* [nwin][threads][k] accesses per scenario (count_all; ld[0] the model's base) */
-	uint64_t *ns[2];    /* [nwin][threads] samples behind them */
-	double *fac[2];     /* [nwin][k] slowdown per scenario */
-	double *peak[2];    /* [k] the highest load of each node over the windows */
-	int *peak_users[2]; /* [k] the most threads that accessed it in one window */
+	struct nk__whatif_bw bw_model; /* whatif_bw.c: capacity (its cores), windows, loads per scenario
+					* (count_all; scenario 0 the model's base) */
 	int *mem_nodes, n_mem;  /* nodes with memory, index order */
 	int *cpu_nodes, n_cpu;  /* nodes with cpus */
 	/* node mapping of the profiled machine onto m */
@@ -160,50 +150,6 @@ static const char *entry_label(const struct nk__aplan_entry *e)
 
 /* ---------------------------------------------------------------- machine */
 
-/* The default model's capacity of each node: its cores (distinct core indices of its cpus); a node without
- * cpus (memory only) the mean of the nodes with cpus, at least 1. */
-static int setup_capacity(struct wi_ctx *c)
-{
-	double sum = 0;
-	int with = 0;
-	if (!(c->cap = calloc((size_t)c->k, sizeof(double))))
-		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	for (int i = 0; i < c->k; i++) {
-		int n = nk_machine_node_cpus(c->m, c->ids[i], NULL, 0);
-		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int cores = 0;
-		if (n > 0 && (!cpus || !core)) {
-			free(cpus);
-			free(core);
-			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-		}
-		if (n > 0) {
-			int got = nk_machine_node_cpus(c->m, c->ids[i], cpus, (size_t)n);
-			n = got < n ? got : n;
-		}
-		for (int j = 0; j < n; j++) {
-			nk_cpu_info ci;
-			int x = nk_machine_cpu_info(c->m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
-			for (int q = 0; q < cores && !seen; q++)
-				seen = core[q] == x;
-			if (!seen)
-				core[cores++] = x;
-		}
-		free(cpus);
-		free(core);
-		c->cap[i] = cores;
-		if (cores) {
-			sum += cores;
-			with++;
-		}
-	}
-	for (int i = 0; i < c->k; i++)
-		if (c->cap[i] <= 0)
-			c->cap[i] = with && sum / with >= 1 ? sum / with : 1;
-	return 0;
-}
-
 static int load_machine(struct wi_ctx *c)
 {
 	const nk_machine *m = c->m;
@@ -253,7 +199,7 @@ static int load_machine(struct wi_ctx *c)
 	for (int i = 0; i < k; i++)
 		if (c->bw[i] > 0)
 			c->dflt = 0;
-	return setup_capacity(c);
+	return nk__whatif_bw_capacity(&c->bw_model, m, c->ids, k, c->err);
 }
 
 /* Node index on m of a node id of the profiled machine holding pages; -1 unknown. */
@@ -650,145 +596,18 @@ static void count(struct wi_ctx *c, struct wi_acc *acc, int tn, int pn, uint32_t
 
 /* ------------------------------------------ the default bandwidth model */
 
-int nk__whatif_windows(uint64_t samples, size_t threads)
-{
-	uint64_t w = samples / ((uint64_t)WI_WIN_SAMPLES * (threads ? threads : 1));
-	return w < 1 ? 1 : w > WI_MAX_WIN ? WI_MAX_WIN : (int)w;
-}
-
-void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
-		      double *load, int *users, double *var)
-{
-	for (int n = 0; n < k; n++) {
-		load[n] = 0;
-		if (users)
-			users[n] = 0;
-		if (samples)
-			var[n] = 0;
-	}
-	for (size_t t = 0; t < threads; t++) {
-		const uint64_t *a = acc + t * (size_t)k;
-		uint64_t tot = 0;
-		for (int n = 0; n < k; n++)
-			tot += a[n];
-		if (!tot)
-			continue; /* not running (or not sampled) in this window */
-		for (int n = 0; n < k; n++) {
-			if (!a[n])
-				continue;
-			double p = (double)a[n] / (double)tot;
-			load[n] += p;
-			if (samples && samples[t])
-				var[n] += p * (1 - p) / (double)samples[t];
-			if (users)
-				users[n]++;
-		}
-	}
-	for (int n = 0; n < k; n++) {
-		double lo = samples ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
-		load[n] = (lo > 0 ? lo : 0) / cap[n];
-	}
-}
-
-double nk__whatif_slowdown(double load)
-{
-	return load > 1 ? load : 1;
-}
-
 /* The windows and the default model's arrays (only without measured bandwidth). */
 static int setup_windows(struct wi_ctx *c)
 {
-	const struct nk__analysis *a = c->a;
-	if (!c->dflt)
-		return 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (size_t i = 0; i < a->n_attr; i++) {
-		if (a->attr[i].time_ns < lo)
-			lo = a->attr[i].time_ns;
-		if (a->attr[i].time_ns > hi)
-			hi = a->attr[i].time_ns;
-	}
-	c->t0 = a->n_attr ? lo : 0;
-	c->tspan = a->n_attr ? hi - lo : 0;
-	c->nwin = nk__whatif_windows(a->n_attr, a->n_threads);
-	size_t k = (size_t)c->k, nt = a->n_threads ? a->n_threads : 1;
-	for (int s = 0; s < 2; s++) {
-		c->ld[s] = calloc((size_t)c->nwin * nt * k, sizeof(uint64_t));
-		c->ns[s] = calloc((size_t)c->nwin * nt, sizeof(uint64_t));
-		c->fac[s] = calloc((size_t)c->nwin * k, sizeof(double));
-		c->peak[s] = calloc(k, sizeof(double));
-		c->peak_users[s] = calloc(k, sizeof(int));
-		if (!c->ld[s] || !c->ns[s] || !c->fac[s] || !c->peak[s] || !c->peak_users[s])
-			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	}
-	return 0;
-}
-
-static size_t win_of(const struct wi_ctx *c, const struct nk__an_sample *s)
-{
-	if (c->nwin < 2 || !c->tspan || s->time_ns <= c->t0)
-		return 0;
-	size_t w = (size_t)((double)(s->time_ns - c->t0) / (double)c->tspan * c->nwin);
-	return w >= (size_t)c->nwin ? (size_t)c->nwin - 1 : w;
-}
-
-/* Sample @p s's accesses, made from node index @p tn to @p pn, added to (@p sign > 0) or taken from scenario
- * @p scen's loads. */
-static void load_add(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn, int sign)
-{
-	if (!c->dflt || tn < 0 || pn < 0)
-		return;
-	size_t nt = c->a->n_threads ? c->a->n_threads : 1, wt = win_of(c, s) * nt + s->thread;
-	uint64_t *x = &c->ld[scen][wt * (size_t)c->k + (size_t)pn];
-	if (sign > 0) {
-		*x += s->weight;
-		c->ns[scen][wt]++;
-	} else {
-		*x -= s->weight;
-		c->ns[scen][wt]--;
-	}
-}
-
-/* Scenario @p scen's slowdown per window and node from its loads, and each node's peak. */
-static int load_factors(struct wi_ctx *c, int scen)
-{
-	if (!c->dflt)
-		return 0;
-	size_t k = (size_t)c->k, nt = c->a->n_threads ? c->a->n_threads : 1;
-	double *load = malloc(k * sizeof(double)), *var = malloc(k * sizeof(double));
-	int *users = malloc(k * sizeof(int));
-	if (!load || !var || !users) {
-		free(load);
-		free(var);
-		free(users);
-		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	}
-	for (size_t n = 0; n < k; n++) {
-		c->peak[scen][n] = 0;
-		c->peak_users[scen][n] = 0;
-	}
-	for (size_t w = 0; w < (size_t)c->nwin; w++) {
-		nk__whatif_loads(c->ld[scen] + w * nt * k, c->ns[scen] + w * nt, nt, c->k, c->cap, load, users, var);
-		for (size_t n = 0; n < k; n++) {
-			c->fac[scen][w * k + n] = nk__whatif_slowdown(load[n]);
-			if (load[n] > c->peak[scen][n])
-				c->peak[scen][n] = load[n];
-			if (users[n] > c->peak_users[scen][n])
-				c->peak_users[scen][n] = users[n];
-		}
-	}
-	free(load);
-	free(var);
-	free(users);
-	return 0;
+	return c->dflt ? nk__whatif_bw_setup(&c->bw_model, c->a, c->err) : 0;
 }
 
 /* The latency a saturated node adds to sample @p s (from node index @p tn to @p pn) in scenario @p scen, ns. */
 static double contention(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn)
 {
-	if (!c->dflt || tn < 0 || pn < 0)
+	if (!c->bw_model.on || tn < 0 || pn < 0)
 		return 0;
-	double f = c->fac[scen][win_of(c, s) * (size_t)c->k + (size_t)pn];
+	double f = nk__whatif_bw_factor(&c->bw_model, scen, s, pn);
 	return f > 1 ? (double)s->weight * c->lat[(size_t)tn * (size_t)c->k + (size_t)pn] * (f - 1) : 0;
 }
 
@@ -836,15 +655,15 @@ static int count_all(struct wi_ctx *c)
 		if (nodes) {
 			int16_t *x = &nodes[4 * i];
 			x[0] = (int16_t)t0, x[1] = (int16_t)p0, x[2] = (int16_t)t1, x[3] = (int16_t)p1;
-			load_add(c, 0, s, t0, p0, 1);
-			load_add(c, 1, s, t1, p1, 1);
+			nk__whatif_bw_add(&c->bw_model, 0, s, t0, p0, 1);
+			nk__whatif_bw_add(&c->bw_model, 1, s, t1, p1, 1);
 		}
 	}
 	if (!nodes)
 		return 0;
-	int rc = load_factors(c, 0);
+	int rc = nk__whatif_bw_factors(&c->bw_model, 0, c->err);
 	if (!rc)
-		rc = load_factors(c, 1);
+		rc = nk__whatif_bw_factors(&c->bw_model, 1, c->err);
 	for (size_t i = 0; i < a->n_attr && !rc; i++) {
 		const struct nk__an_sample *s = &a->attr[i];
 		for (int sc = 0; sc < 2; sc++) {
@@ -1086,14 +905,15 @@ static void sat_text(const struct wi_ctx *c, struct nk__strbuf *b)
 {
 	int any = 0;
 	for (int n = 0; n < c->k; n++) {
-		if (c->peak[0][n] <= 1 && c->peak[1][n] <= 1)
+		if (c->bw_model.peak[0][n] <= 1 && c->bw_model.peak[1][n] <= 1)
 			continue;
 		if (!any)
 			nk__strbuf_printf(b, "saturated (threads at once and peak load, 1 = what its cores serve at full "
 				    "speed):\n");
+		const struct nk__whatif_bw *m = &c->bw_model;
 		nk__strbuf_printf(b, "  node %d (%g core%s): %d threads, load %.2f -> %d threads, load %.2f\n", c->ids[n],
-			    c->cap[n], c->cap[n] == 1 ? "" : "s", c->peak_users[0][n], c->peak[0][n], c->peak_users[1][n],
-			    c->peak[1][n]);
+			    m->cap[n], m->cap[n] == 1 ? "" : "s", m->peak_users[0][n], m->peak[0][n], m->peak_users[1][n],
+			    m->peak[1][n]);
 		any = 1;
 	}
 }
@@ -1246,8 +1066,8 @@ static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x, int tot
 	if (total_scen >= 0 && c->dflt) { /* the whole scenario's: each node's peak over the windows */
 		json_t *ld = json_array(), *us = json_array();
 		for (int n = 0; n < c->k; n++) {
-			json_array_append_new(ld, json_real(c->peak[total_scen][n]));
-			json_array_append_new(us, json_integer(c->peak_users[total_scen][n]));
+			json_array_append_new(ld, json_real(c->bw_model.peak[total_scen][n]));
+			json_array_append_new(us, json_integer(c->bw_model.peak_users[total_scen][n]));
 		}
 		json_object_set_new(o, "node_load", ld);
 		json_object_set_new(o, "node_threads", us);
@@ -1288,10 +1108,10 @@ static int json_out(struct wi_ctx *c, char **out)
 	if (c->dflt) {
 		json_t *bm = json_object(), *nm = json_array();
 		for (int n = 0; n < c->k; n++)
-			json_array_append_new(nm, json_real(c->cap[n] * WI_THREAD_MBS));
+			json_array_append_new(nm, json_real(c->bw_model.cap[n] * WI_THREAD_MBS));
 		json_object_set_new(bm, "thread_mbs", json_real(WI_THREAD_MBS));
 		json_object_set_new(bm, "node_mbs", nm);
-		json_object_set_new(bm, "windows", json_integer(c->nwin));
+		json_object_set_new(bm, "windows", json_integer(c->bw_model.nwin));
 		json_object_set_new(mach, "bandwidth_model", bm);
 	} else {
 		json_object_set_new(mach, "bandwidth_model", json_null());
@@ -1392,14 +1212,7 @@ static void ctx_free(struct wi_ctx *c)
 	free(c->lat);
 	free(c->lat_used);
 	free(c->bw);
-	free(c->cap);
-	for (int s = 0; s < 2; s++) {
-		free(c->ld[s]);
-		free(c->ns[s]);
-		free(c->fac[s]);
-		free(c->peak[s]);
-		free(c->peak_users[s]);
-	}
+	nk__whatif_bw_free(&c->bw_model);
 	free(c->mem_nodes);
 	free(c->cpu_nodes);
 	free(c->thr_prof);
@@ -1527,7 +1340,7 @@ int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, cons
 	for (size_t i = 0; w->c.dflt && i < a->n_attr; i++) {
 		int tn, pn, r;
 		replay(&w->c, &a->attr[i], NULL, 1, &tn, &pn, &r);
-		load_add(&w->c, 0, &a->attr[i], tn, pn, 1);
+		nk__whatif_bw_add(&w->c.bw_model, 0, &a->attr[i], tn, pn, 1);
 	}
 	w->vstart = calloc(a->n_vars + 1, sizeof(size_t));
 	w->vidx = malloc((a->n_attr ? a->n_attr : 1) * sizeof(uint32_t));
@@ -1596,17 +1409,15 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	if (c->dflt) {
 		/* the loads of whatif's planned scenario for this one entry: the other variables as profiled, this
 		 * one's accesses (a site's fill and teardown included: they load the node all the same) moved */
-		size_t nt = c->a->n_threads ? c->a->n_threads : 1;
-		memcpy(c->ld[1], c->ld[0], (size_t)c->nwin * nt * (size_t)c->k * sizeof(uint64_t));
-		memcpy(c->ns[1], c->ns[0], (size_t)c->nwin * nt * sizeof(uint64_t));
+		nk__whatif_bw_base(&c->bw_model);
 		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
 			int tp, pp;
 			replay(c, s, NULL, 1, &tp, &pp, &rc);
-			load_add(c, 1, s, tp, pp, -1);
-			load_add(c, 1, s, nodes[2 * (k - w->vstart[var])], nodes[2 * (k - w->vstart[var]) + 1], 1);
+			nk__whatif_bw_add(&c->bw_model, 1, s, tp, pp, -1);
+			nk__whatif_bw_add(&c->bw_model, 1, s, nodes[2 * (k - w->vstart[var])], nodes[2 * (k - w->vstart[var]) + 1], 1);
 		}
-		if ((rc = load_factors(c, 1)))
+		if ((rc = nk__whatif_bw_factors(&c->bw_model, 1, c->err)))
 			goto out;
 		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
@@ -1623,8 +1434,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 			if (by_node[n] > most) {
 				most = by_node[n];
 				out->sat_node = c->ids[n];
-				out->sat_threads = c->peak_users[1][n];
-				out->sat_load = c->peak[1][n];
+				out->sat_threads = c->bw_model.peak_users[1][n];
+				out->sat_load = c->bw_model.peak[1][n];
 			}
 	}
 	if (c->a->runs > 1)

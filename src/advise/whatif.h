@@ -9,6 +9,9 @@
  * its entries, and whatif applies it on top), counted into the scenario whatif's JSON calls "planned":
  * remote fraction, latency term, bandwidth term when the machine has bandwidth measured, stall, accesses
  * served per node; means per run for pooled runs.  Pure computation, nothing printed.
+ *
+ * The bandwidth model (windows, loads, slowdown) is in whatif_bw.c; its pure parts and the state one
+ * replay keeps (struct nk__whatif_bw) are declared here too.
  */
 #ifndef NK_ADVISE_WHATIF_H
 #define NK_ADVISE_WHATIF_H
@@ -61,6 +64,45 @@ void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threa
 
 /** The factor by which a node of load @p load slows its accesses: the load when above 1, else 1. */
 double nk__whatif_slowdown(double load);
+
+struct nk__an_sample;
+
+/*
+ * The state of the bandwidth model in one replay (whatif_bw.c): the time windows, each node's capacity, and
+ * the accesses per window, thread and node of two scenarios (0 as profiled or the base, 1 under the plan),
+ * with the slowdown they give each node in each window.  Zeroed = off: adding does nothing, every factor
+ * is 1.
+ */
+struct nk__whatif_bw {
+	int on;             /* windows set up (nk__whatif_bw_setup) */
+	int k;              /* nodes of the machine, in its index order */
+	size_t nt;          /* threads of the analysis (1 at least) */
+	double *cap;        /* [k] streaming threads a node serves at full speed */
+	int nwin;           /* time windows */
+	uint64_t t0, tspan; /* the samples' times: first, last - first */
+	uint64_t *ld[2];    /* [nwin][nt][k] accesses per scenario */
+	uint64_t *ns[2];    /* [nwin][nt] samples behind them */
+	double *fac[2];     /* [nwin][k] slowdown per scenario */
+	double *peak[2];    /* [k] the highest load of each node over the windows */
+	int *peak_users[2]; /* [k] the most threads that accessed it in one window */
+};
+
+/** Each node's capacity on @p m (@p ids: the node ids, in index order, @p k of them): its cores (distinct
+ * core indices of its cpus); a node without cpus the mean of those with cpus, 1 at least.  NK_ENOMEM. */
+int nk__whatif_bw_capacity(struct nk__whatif_bw *b, const nk_machine *m, const int *ids, int k, nk_error *err);
+/** The windows of analysis @p a (after nk__whatif_bw_capacity), the model on.  NK_ENOMEM. */
+int nk__whatif_bw_setup(struct nk__whatif_bw *b, const struct nk__analysis *a, nk_error *err);
+void nk__whatif_bw_free(struct nk__whatif_bw *b);
+/** Sample @p s's accesses, made from node index @p tn to @p pn (-1 unknown: nothing), added to (@p sign > 0)
+ * or taken from scenario @p scen's loads. */
+void nk__whatif_bw_add(struct nk__whatif_bw *b, int scen, const struct nk__an_sample *s, int tn, int pn, int sign);
+/** Scenario 1's loads set to scenario 0's (the base an evaluation changes one variable of). */
+void nk__whatif_bw_base(struct nk__whatif_bw *b);
+/** Scenario @p scen's slowdown per window and node from its loads, and each node's peak.  NK_ENOMEM. */
+int nk__whatif_bw_factors(struct nk__whatif_bw *b, int scen, nk_error *err);
+/** The slowdown of node index @p pn in sample @p s's window in scenario @p scen (after
+ * nk__whatif_bw_factors); 1 when off or @p pn < 0. */
+double nk__whatif_bw_factor(const struct nk__whatif_bw *b, int scen, const struct nk__an_sample *s, int pn);
 
 /**
  * The model of analysis @p a on machine @p m (the target: node ids of entries are its ids).  Profiled nodes

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * whatif's bandwidth model (issue 21 §2; docs/whatif.md, "Bandwidth and contention"): how many threads
+ * read each node's memory at once, and how much a node serving more than it can feed slows the accesses
+ * it serves.  The run is cut into time windows; in a window each thread that made sampled accesses is one
+ * streaming thread, its demand shared out among the nodes in proportion to its accesses there; a node's
+ * load is the sum of those shares (the lower end of its 95 % bound) over its capacity; above load 1 each
+ * access it serves costs its latency x the load.
+ *
+ * The pure parts (nk__whatif_windows, nk__whatif_loads, nk__whatif_slowdown) and the state one replay
+ * keeps (struct nk__whatif_bw: windows, capacities, the loads of two scenarios), used by whatif.c's replay
+ * (nk_profile_whatif, the model advise prices its candidates with, a rank moved).  Internal interface in
+ * whatif.h.  Pure computation.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise/whatif.h"
+#include "profile/analysis.h"
+#include "util/error.h"
+
+#define WI_WIN_SAMPLES 16 /* a time window holds about this many samples per thread */
+#define WI_MAX_WIN 64
+#define WI_LOAD_Z 1.96    /* a node's load is its lower 95 % bound (one-sided z as the rest: docs/plan.md) */
+
+/* ------------------------------------------------------------ pure parts */
+
+int nk__whatif_windows(uint64_t samples, size_t threads)
+{
+	uint64_t w = samples / ((uint64_t)WI_WIN_SAMPLES * (threads ? threads : 1));
+	return w < 1 ? 1 : w > WI_MAX_WIN ? WI_MAX_WIN : (int)w;
+}
+
+void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
+		      double *load, int *users, double *var)
+{
+	for (int n = 0; n < k; n++) {
+		load[n] = 0;
+		if (users)
+			users[n] = 0;
+		if (samples)
+			var[n] = 0;
+	}
+	for (size_t t = 0; t < threads; t++) {
+		const uint64_t *a = acc + t * (size_t)k;
+		uint64_t tot = 0;
+		for (int n = 0; n < k; n++)
+			tot += a[n];
+		if (!tot)
+			continue; /* not running (or not sampled) in this window */
+		for (int n = 0; n < k; n++) {
+			if (!a[n])
+				continue;
+			double p = (double)a[n] / (double)tot;
+			load[n] += p;
+			if (samples && samples[t])
+				var[n] += p * (1 - p) / (double)samples[t];
+			if (users)
+				users[n]++;
+		}
+	}
+	for (int n = 0; n < k; n++) {
+		double lo = samples ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
+		load[n] = (lo > 0 ? lo : 0) / cap[n];
+	}
+}
+
+double nk__whatif_slowdown(double load)
+{
+	return load > 1 ? load : 1;
+}
+
+/* ------------------------------------------------------------ one replay's state */
+
+/* The default model's capacity of each node: its cores (distinct core indices of its cpus); a node without
+ * cpus (memory only) the mean of the nodes with cpus, at least 1. */
+int nk__whatif_bw_capacity(struct nk__whatif_bw *b, const nk_machine *m, const int *ids, int k, nk_error *err)
+{
+	double sum = 0;
+	int with = 0;
+	b->k = k;
+	if (!(b->cap = calloc((size_t)k, sizeof(double))))
+		return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+	for (int i = 0; i < k; i++) {
+		int n = nk_machine_node_cpus(m, ids[i], NULL, 0);
+		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+		int cores = 0;
+		if (n > 0 && (!cpus || !core)) {
+			free(cpus);
+			free(core);
+			return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+		}
+		if (n > 0) {
+			int got = nk_machine_node_cpus(m, ids[i], cpus, (size_t)n);
+			n = got < n ? got : n;
+		}
+		for (int j = 0; j < n; j++) {
+			nk_cpu_info ci;
+			int x = nk_machine_cpu_info(m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
+			for (int q = 0; q < cores && !seen; q++)
+				seen = core[q] == x;
+			if (!seen)
+				core[cores++] = x;
+		}
+		free(cpus);
+		free(core);
+		b->cap[i] = cores;
+		if (cores) {
+			sum += cores;
+			with++;
+		}
+	}
+	for (int i = 0; i < k; i++)
+		if (b->cap[i] <= 0)
+			b->cap[i] = with && sum / with >= 1 ? sum / with : 1;
+	return 0;
+}
+
+int nk__whatif_bw_setup(struct nk__whatif_bw *b, const struct nk__analysis *a, nk_error *err)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < a->n_attr; i++) {
+		if (a->attr[i].time_ns < lo)
+			lo = a->attr[i].time_ns;
+		if (a->attr[i].time_ns > hi)
+			hi = a->attr[i].time_ns;
+	}
+	b->t0 = a->n_attr ? lo : 0;
+	b->tspan = a->n_attr ? hi - lo : 0;
+	b->nwin = nk__whatif_windows(a->n_attr, a->n_threads);
+	b->nt = a->n_threads ? a->n_threads : 1;
+	size_t k = (size_t)b->k, nt = b->nt;
+	for (int s = 0; s < 2; s++) {
+		b->ld[s] = calloc((size_t)b->nwin * nt * k, sizeof(uint64_t));
+		b->ns[s] = calloc((size_t)b->nwin * nt, sizeof(uint64_t));
+		b->fac[s] = calloc((size_t)b->nwin * k, sizeof(double));
+		b->peak[s] = calloc(k, sizeof(double));
+		b->peak_users[s] = calloc(k, sizeof(int));
+		if (!b->ld[s] || !b->ns[s] || !b->fac[s] || !b->peak[s] || !b->peak_users[s])
+			return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+	}
+	b->on = 1;
+	return 0;
+}
+
+void nk__whatif_bw_free(struct nk__whatif_bw *b)
+{
+	free(b->cap);
+	for (int s = 0; s < 2; s++) {
+		free(b->ld[s]);
+		free(b->ns[s]);
+		free(b->fac[s]);
+		free(b->peak[s]);
+		free(b->peak_users[s]);
+	}
+	memset(b, 0, sizeof(*b));
+}
+
+static size_t win_of(const struct nk__whatif_bw *b, const struct nk__an_sample *s)
+{
+	if (b->nwin < 2 || !b->tspan || s->time_ns <= b->t0)
+		return 0;
+	size_t w = (size_t)((double)(s->time_ns - b->t0) / (double)b->tspan * b->nwin);
+	return w >= (size_t)b->nwin ? (size_t)b->nwin - 1 : w;
+}
+
+void nk__whatif_bw_add(struct nk__whatif_bw *b, int scen, const struct nk__an_sample *s, int tn, int pn, int sign)
+{
+	if (!b->on || tn < 0 || pn < 0)
+		return;
+	size_t wt = win_of(b, s) * b->nt + s->thread;
+	uint64_t *x = &b->ld[scen][wt * (size_t)b->k + (size_t)pn];
+	if (sign > 0) {
+		*x += s->weight;
+		b->ns[scen][wt]++;
+	} else {
+		*x -= s->weight;
+		b->ns[scen][wt]--;
+	}
+}
+
+void nk__whatif_bw_base(struct nk__whatif_bw *b)
+{
+	if (!b->on)
+		return;
+	memcpy(b->ld[1], b->ld[0], (size_t)b->nwin * b->nt * (size_t)b->k * sizeof(uint64_t));
+	memcpy(b->ns[1], b->ns[0], (size_t)b->nwin * b->nt * sizeof(uint64_t));
+}
+
+int nk__whatif_bw_factors(struct nk__whatif_bw *b, int scen, nk_error *err)
+{
+	if (!b->on)
+		return 0;
+	size_t k = (size_t)b->k, nt = b->nt;
+	double *load = malloc(k * sizeof(double)), *var = malloc(k * sizeof(double));
+	int *users = malloc(k * sizeof(int));
+	if (!load || !var || !users) {
+		free(load);
+		free(var);
+		free(users);
+		return nk__error(err, NK_ENOMEM, "whatif: out of memory");
+	}
+	for (size_t n = 0; n < k; n++) {
+		b->peak[scen][n] = 0;
+		b->peak_users[scen][n] = 0;
+	}
+	for (size_t w = 0; w < (size_t)b->nwin; w++) {
+		nk__whatif_loads(b->ld[scen] + w * nt * k, b->ns[scen] + w * nt, nt, b->k, b->cap, load, users, var);
+		for (size_t n = 0; n < k; n++) {
+			b->fac[scen][w * k + n] = nk__whatif_slowdown(load[n]);
+			if (load[n] > b->peak[scen][n])
+				b->peak[scen][n] = load[n];
+			if (users[n] > b->peak_users[scen][n])
+				b->peak_users[scen][n] = users[n];
+		}
+	}
+	free(load);
+	free(var);
+	free(users);
+	return 0;
+}
+
+double nk__whatif_bw_factor(const struct nk__whatif_bw *b, int scen, const struct nk__an_sample *s, int pn)
+{
+	if (!b->on || pn < 0)
+		return 1;
+	return b->fac[scen][win_of(b, s) * (size_t)b->k + (size_t)pn];
+}
