@@ -73,48 +73,78 @@ double nk__whatif_slowdown(double load)
 
 /* ------------------------------------------------------------ one replay's state */
 
-/* The default model's capacity of each node: its cores (distinct core indices of its cpus); a node without
- * cpus (memory only) the mean of the nodes with cpus, at least 1. */
+/* The cores of node @p id (distinct core indices of its cpus), -1 out of memory. */
+static int node_cores(const nk_machine *m, int id)
+{
+	int n = nk_machine_node_cpus(m, id, NULL, 0), cores = 0;
+	if (n <= 0)
+		return 0;
+	int *cpus = malloc((size_t)n * sizeof(int)), *core = malloc((size_t)n * sizeof(int));
+	if (!cpus || !core) {
+		free(cpus);
+		free(core);
+		return -1;
+	}
+	int got = nk_machine_node_cpus(m, id, cpus, (size_t)n);
+	n = got < n ? got : n;
+	for (int j = 0; j < n; j++) {
+		nk_cpu_info ci;
+		int x = nk_machine_cpu_info(m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
+		for (int q = 0; q < cores && !seen; q++)
+			seen = core[q] == x;
+		if (!seen)
+			core[cores++] = x;
+	}
+	free(cpus);
+	free(core);
+	return cores;
+}
+
+/* The read bandwidth measured for node @p id's memory (MB/s, 0 none): from its own cpus, else (a node
+ * without cpus) the most from any node's cpus. */
+static double node_measured_mbs(const nk_machine *m, const int *ids, int k, int id)
+{
+	double bw = 0, best = 0;
+	if (!nk_machine_get_matrix(m, NK_MATRIX_BANDWIDTH_MBS, id, id, &bw) && bw > 0)
+		return bw;
+	for (int r = 0; r < k; r++)
+		if (ids[r] != id && !nk_machine_get_matrix(m, NK_MATRIX_BANDWIDTH_MBS, ids[r], id, &bw) && bw > best)
+			best = bw;
+	return best;
+}
+
 int nk__whatif_bw_capacity(struct nk__whatif_bw *b, const nk_machine *m, const int *ids, int k, nk_error *err)
 {
 	double sum = 0;
 	int with = 0;
 	b->k = k;
-	if (!(b->cap = calloc((size_t)k, sizeof(double))))
+	b->thread_mbs = NK__WHATIF_THREAD_MBS;
+	b->cap = calloc((size_t)k, sizeof(double));
+	b->node_mbs = calloc((size_t)k, sizeof(double));
+	b->measured = calloc((size_t)k, 1);
+	if (!b->cap || !b->node_mbs || !b->measured)
 		return nk__error(err, NK_ENOMEM, "whatif: out of memory");
 	for (int i = 0; i < k; i++) {
-		int n = nk_machine_node_cpus(m, ids[i], NULL, 0);
-		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int cores = 0;
-		if (n > 0 && (!cpus || !core)) {
-			free(cpus);
-			free(core);
+		int cores = node_cores(m, ids[i]);
+		if (cores < 0)
 			return nk__error(err, NK_ENOMEM, "whatif: out of memory");
-		}
-		if (n > 0) {
-			int got = nk_machine_node_cpus(m, ids[i], cpus, (size_t)n);
-			n = got < n ? got : n;
-		}
-		for (int j = 0; j < n; j++) {
-			nk_cpu_info ci;
-			int x = nk_machine_cpu_info(m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
-			for (int q = 0; q < cores && !seen; q++)
-				seen = core[q] == x;
-			if (!seen)
-				core[cores++] = x;
-		}
-		free(cpus);
-		free(core);
 		b->cap[i] = cores;
 		if (cores) {
 			sum += cores;
 			with++;
 		}
 	}
-	for (int i = 0; i < k; i++)
+	for (int i = 0; i < k; i++) {
 		if (b->cap[i] <= 0)
 			b->cap[i] = with && sum / with >= 1 ? sum / with : 1;
+		double mbs = node_measured_mbs(m, ids, k, ids[i]);
+		if (mbs > 0) { /* measured: the threads at once its bandwidth feeds */
+			b->measured[i] = 1;
+			b->n_measured++;
+			b->cap[i] = mbs / b->thread_mbs;
+		}
+		b->node_mbs[i] = b->cap[i] * b->thread_mbs;
+	}
 	return 0;
 }
 
@@ -148,6 +178,8 @@ int nk__whatif_bw_setup(struct nk__whatif_bw *b, const struct nk__analysis *a, n
 void nk__whatif_bw_free(struct nk__whatif_bw *b)
 {
 	free(b->cap);
+	free(b->node_mbs);
+	free(b->measured);
 	for (int s = 0; s < 2; s++) {
 		free(b->ld[s]);
 		free(b->ns[s]);
