@@ -28,7 +28,7 @@
 
 #define WI_JSON_VERSION 1
 #define WI_FALLBACK_NS 80.0 /* latency at SLIT distance 10 when none was measured: 80 ns x distance / 10 */
-#define WI_LINE_BYTES 64    /* bytes an access moves, for the bandwidth bound */
+#define WI_LINE_BYTES 64    /* bytes an access moves: the traffic each node serves ("served") */
 #define WI_TEXT_VARS 20     /* variables listed in the text table; the rest are summed in one line */
 
 enum wi_kind {
