@@ -46,8 +46,10 @@ struct nk__whatif_pred {
 
 /*
  * The bandwidth model (docs/whatif.md, "Bandwidth and contention"; measured bandwidth or the default
- * model, the same arithmetic with other capacities), as pure functions.  The run is cut into time windows; in a window each thread that made sampled accesses
- * is one streaming thread, its demand shared out among the nodes in proportion to its accesses there.
+ * model, the same arithmetic with other capacities), as pure functions.  The run is cut into time
+ * windows; in a window the thread that made the most accesses is one streaming thread, each other one a
+ * fraction of one by its access rate relative to it, its demand shared out among the nodes in proportion
+ * to its accesses there.
  */
 
 /** Time windows for @p samples samples of @p threads threads: about 16 samples per thread each, 1 to 64. */
@@ -57,11 +59,21 @@ int nk__whatif_windows(uint64_t samples, size_t threads);
  * The load of each of @p k nodes in one window: @p acc[t * k + n] the accesses thread t made to node n in
  * it (@p threads threads), @p samples[t] the samples behind thread t's (NULL: exact), @p cap[n] the
  * streaming threads node n serves at full speed (> 0).  Writes @p load[n] = L / cap[n], L the lower end of
- * the 95 % bound (z 1.96) of the sum over threads of the share p of their accesses going to n, each share
- * known to a variance p (1 - p) / samples (0 at least), and, when @p users is not NULL, users[n] the
- * threads that accessed n.  A node is saturated only as far as the samples tell.  @p var: k doubles of
+ * the 95 % bound (z 1.96) of the sum over threads of d p, p the share of their accesses going to n, d their
+ * demand (nk__whatif_demand, against the thread of the window with the most accesses), each share known to
+ * a variance p (1 - p) / samples (0 at least), and, when @p users is not NULL, users[n] the threads that
+ * accessed n.  A node is saturated only as far as the samples tell.  @p var: k doubles of
  * workspace, needed with @p samples (NULL otherwise).
  */
+/**
+ * The demand of a thread that made @p w accesses (sample weights) from @p n samples in a window whose busiest
+ * thread made @p wmax from @p nmax, as a fraction of one streaming thread (the busiest is one): its access
+ * rate relative to the busiest's, w / wmax, taken at the upper end of its 95 % bound (each count known to
+ * a relative error 1 / sqrt(samples)) and at most 1: a thread counts for less than a streaming thread only
+ * as far as the samples tell that it is slower.  @p n and @p nmax 0: exact (w / wmax).  0 when @p w is 0.
+ */
+double nk__whatif_demand(uint64_t w, uint64_t n, uint64_t wmax, uint64_t nmax);
+
 void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
 		      double *load, int *users, double *var);
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * whatif's bandwidth model (issue 21 §2; docs/whatif.md, "Bandwidth and contention"): how many threads
  * read each node's memory at once, and how much a node serving more than it can feed slows the accesses
- * it serves.  The run is cut into time windows; in a window each thread that made sampled accesses is one
- * streaming thread, its demand shared out among the nodes in proportion to its accesses there; a node's
+ * it serves.  The run is cut into time windows; in a window the busiest thread is one streaming thread,
+ * each other one a fraction of it by its access rate relative to the busiest's (as far as the samples tell
+ * it is lower), its demand shared out among the nodes in proportion to its accesses there; a node's
  * load is the sum of those shares (the lower end of its 95 % bound) over its capacity; above load 1 each
  * access it serves costs its latency x the load.
  *
- * The pure parts (nk__whatif_windows, nk__whatif_loads, nk__whatif_slowdown) and the state one replay
- * keeps (struct nk__whatif_bw: windows, capacities, the loads of two scenarios), used by whatif.c's replay
+ * The pure parts (nk__whatif_windows, nk__whatif_demand, nk__whatif_loads, nk__whatif_slowdown) and the
+ * state one replay keeps (struct nk__whatif_bw: windows, capacities, the loads of two scenarios), used by whatif.c's replay
  * (nk_profile_whatif, the model advise prices its candidates with, a rank moved).  Internal interface in
  * whatif.h.  Pure computation.
  */
@@ -32,15 +33,43 @@ int nk__whatif_windows(uint64_t samples, size_t threads)
 	return w < 1 ? 1 : w > WI_MAX_WIN ? WI_MAX_WIN : (int)w;
 }
 
+double nk__whatif_demand(uint64_t w, uint64_t n, uint64_t wmax, uint64_t nmax)
+{
+	if (!w || !wmax || w >= wmax)
+		return w ? 1 : 0;
+	double r = (double)w / (double)wmax;
+	if (!n && !nmax)
+		return r; /* exact */
+	if (!n || !nmax)
+		return 1;
+	double den = 1 - WI_LOAD_Z / sqrt((double)nmax);
+	if (den <= 0)
+		return 1;
+	r = r * (1 + WI_LOAD_Z / sqrt((double)n)) / den;
+	return r < 1 ? r : 1;
+}
+
 void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
 		      double *load, int *users, double *var)
 {
+	uint64_t wmax = 0, nmax = 0;
 	for (int n = 0; n < k; n++) {
 		load[n] = 0;
 		if (users)
 			users[n] = 0;
 		if (samples)
 			var[n] = 0;
+	}
+	/* the busiest thread of the window: the one taken to stream at full speed */
+	for (size_t t = 0; t < threads; t++) {
+		const uint64_t *a = acc + t * (size_t)k;
+		uint64_t tot = 0;
+		for (int n = 0; n < k; n++)
+			tot += a[n];
+		if (tot > wmax) {
+			wmax = tot;
+			nmax = samples ? samples[t] : 0;
+		}
 	}
 	for (size_t t = 0; t < threads; t++) {
 		const uint64_t *a = acc + t * (size_t)k;
@@ -49,13 +78,14 @@ void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threa
 			tot += a[n];
 		if (!tot)
 			continue; /* not running (or not sampled) in this window */
+		double d = nk__whatif_demand(tot, samples ? samples[t] : 0, wmax, nmax);
 		for (int n = 0; n < k; n++) {
 			if (!a[n])
 				continue;
 			double p = (double)a[n] / (double)tot;
-			load[n] += p;
+			load[n] += d * p;
 			if (samples && samples[t])
-				var[n] += p * (1 - p) / (double)samples[t];
+				var[n] += d * d * p * (1 - p) / (double)samples[t];
 			if (users)
 				users[n]++;
 		}

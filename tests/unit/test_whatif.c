@@ -788,7 +788,7 @@ static void test_public_plan(void **state)
 
 /* ------------------------------------------------ the default bandwidth model (issue 21 §2) */
 
-/* The pure parts: windows, loads (with their lower bound), slowdown. */
+/* The pure parts: windows, loads (with their lower bound), demand as a rate, slowdown. */
 static void test_bandwidth_pure(void **state)
 {
 	(void)state;
@@ -801,8 +801,9 @@ static void test_bandwidth_pure(void **state)
 	const double cap1[4] = { 1, 1, 1, 1 }, cap2[4] = { 2, 2, 2, 2 };
 	double load[4], var[4];
 	int users[4];
-	/* every thread reads node 0 only: a node of one core serves 4 threads, exactly (no spread to doubt) */
-	const uint64_t hot[16] = { 5, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 30, 0, 0, 0 };
+	/* every thread reads node 0 only, at the same rate: a node of one core serves 4 threads, exactly (no
+	 * spread to doubt) */
+	const uint64_t hot[16] = { 16, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0 };
 	const uint64_t n16[4] = { 16, 16, 16, 16 };
 	nk__whatif_loads(hot, n16, 4, 4, cap1, load, users, var);
 	NEAR(load[0], 4);
@@ -841,6 +842,24 @@ static void test_bandwidth_pure(void **state)
 	NEAR(nk__whatif_slowdown(0), 1);
 	NEAR(nk__whatif_slowdown(0.99), 1);
 	NEAR(nk__whatif_slowdown(3.5), 3.5);
+
+	/* demand as a rate: the busiest thread of the window streams (1); another counts for its rate relative
+	 * to it, at the upper end of its 95 % bound, 1 at most */
+	NEAR(nk__whatif_demand(16, 16, 16, 16), 1);
+	NEAR(nk__whatif_demand(0, 0, 16, 16), 0);
+	NEAR(nk__whatif_demand(8, 0, 16, 0), 0.5);  /* exact */
+	NEAR(nk__whatif_demand(16, 16, 32, 32), 1); /* half the rate from 16 samples: not told apart */
+	NEAR(nk__whatif_demand(8, 8, 32, 32), 0.25 * (1 + 1.96 / sqrt(8)) / (1 - 1.96 / sqrt(32)));
+	NEAR(nk__whatif_demand(1, 1, 64, 64), (1 / 64.0) * (1 + 1.96) / (1 - 1.96 / 8));
+	NEAR(nk__whatif_demand(1, 1, 3, 3), 1);     /* the busiest's own count too uncertain */
+	/* a thread that made 2 accesses beside one that made 64 in the window loads node 0 by that much */
+	const uint64_t light[8] = { 64, 0, 0, 0, 2, 0, 0, 0 }, nl[2] = { 64, 2 };
+	nk__whatif_loads(light, nl, 2, 4, cap1, load, users, var);
+	NEAR(load[0], 1 + (2 / 64.0) * (1 + 1.96 / sqrt(2)) / (1 - 1.96 / 8));
+	assert_int_equal(users[0], 2);
+	/* the same weights, exact: 1 + 2 / 64 */
+	nk__whatif_loads(light, NULL, 2, 4, cap1, load, NULL, NULL);
+	NEAR(load[0], 1 + 2 / 64.0);
 }
 
 #define M4ONE "nodes=4 cores=1 mem=1G dist=10:20 l2=256K"
