@@ -871,10 +871,11 @@ static const char *fmt_pred(const struct nk__whatif_pred *w, char *buf, size_t c
 }
 
 /*
- * Issue 21 §2: when the chosen placement @p d (priced @p w) relieves a node that the default bandwidth model
+ * Issue 21 §2: when the chosen placement @p d (priced @p w) relieves a node that whatif's bandwidth model
  * finds saturated as profiled (@p lw), why it pays: "node 0 serves 4 threads at once (load 2.00, saturated
  * under the default bandwidth model): spreading it cuts the bandwidth term from X to Y ms despite +Z points
- * remote".  Nothing when no node is saturated, or with measured bandwidth (its bound is in the stall).
+ * remote"; with bandwidth measured, "(load 2.00 of its measured 16000 MB/s)".  Nothing when no node is
+ * saturated.
  */
 static void contention_note(struct nk__strbuf *b, const struct dec *d, const struct nk__whatif_pred *lw,
 			    const struct nk__whatif_pred *w)
@@ -884,9 +885,14 @@ static void contention_note(struct nk__strbuf *b, const struct dec *d, const str
 		return;
 	int spread = d->kind == D_CYCLIC || d->kind == D_NEIGHBORS || d->kind == D_WEIGHTED;
 	double dr = 100 * (w->remote_fraction - lw->remote_fraction);
-	nk__strbuf_printf(b, "; node %d serves %d threads at once (load %.2f, saturated under the default bandwidth "
-			"model): %s cuts the bandwidth term from %s to %s ms",
-		  lw->sat_node, lw->sat_threads, lw->sat_load, spread ? "spreading it" : "this placement",
+	nk__strbuf_printf(b, "; node %d serves %d threads at once (load %.2f", lw->sat_node, lw->sat_threads, lw->sat_load);
+	if (lw->sat_mbs > 0)
+		nk__strbuf_printf(b, " of its measured %.0f MB/s", lw->sat_mbs);
+	else if (lw->bw_measured)
+		nk__strbuf_printf(b, ", saturated: its bandwidth not measured, its cores'");
+	else
+		nk__strbuf_printf(b, ", saturated under the default bandwidth model");
+	nk__strbuf_printf(b, "): %s cuts the bandwidth term from %s to %s ms", spread ? "spreading it" : "this placement",
 		  fmt_ms(lw->contention_ms, m1, sizeof m1), fmt_ms(w->contention_ms, m2, sizeof m2));
 	if (dr >= 0.05)
 		nk__strbuf_printf(b, " despite +%.1f points remote", dr);

@@ -13,7 +13,6 @@
  */
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +28,8 @@
 
 #define WI_JSON_VERSION 1
 #define WI_FALLBACK_NS 80.0 /* latency at SLIT distance 10 when none was measured: 80 ns x distance / 10 */
-#define WI_LINE_BYTES 64    /* bytes an access moves, for the bandwidth bound */
+#define WI_LINE_BYTES 64    /* bytes an access moves: the traffic each node serves ("served") */
 #define WI_TEXT_VARS 20     /* variables listed in the text table; the rest are summed in one line */
-/* The default bandwidth model (docs/whatif.md, "Bandwidth and contention"), used when no node's bandwidth is
- * measured: one streaming thread's demand, by Little's law 10 cache lines in flight (a core's line-fill
- * buffers) x 64 B per 80 ns (the fallback latency) = 8 GB/s; a node serves as many at full speed as it has
- * cores.  Only the ratio of the two matters to the stall; the MB/s are for the output. */
-#define WI_THREAD_MBS 8000.0
-#define WI_WIN_SAMPLES 16 /* a time window holds about this many samples per thread */
-#define WI_MAX_WIN 64
-#define WI_LOAD_Z 1.96    /* a node's load is its lower 95 % bound (one-sided z as the rest: docs/plan.md) */
 
 enum wi_kind {
 	WI_FIXED = 0,      /* a policy with a node per page (nk_plan) */
@@ -68,7 +59,7 @@ struct wi_entry {
 struct wi_acc {
 	uint64_t samples, acc, local, remote, unknown;
 	double lat_ns;
-	double cont_ns;  /* default bandwidth model: the latency its saturated nodes add */
+	double cont_ns;  /* bandwidth model: the latency its saturated nodes add */
 	uint64_t *bytes; /* [machine nodes] bytes served by each node */
 };
 
@@ -92,17 +83,11 @@ struct wi_ctx {
 	double *lat;        /* [k][k] ns */
 	int lat_measured, lat_fallback; /* pairs used of each kind */
 	char *lat_used;     /* [k][k]: 1 measured, 2 fallback (pairs the estimate used) */
-	double *bw;         /* [k] MB/s, 0 not measured */
-	/* the default bandwidth model, when no node's bandwidth is measured (dflt) */
+	/* the bandwidth model (whatif_bw.c): each node's capacity (its measured bandwidth, else its cores: the
+	 * default model, dflt, when no node's is measured), windows, loads per scenario (count_all; scenario 0
+	 * the model's base) */
 	int dflt;
-	double *cap;        /* [k] streaming threads a node serves at full speed: its cores */
-	int nwin;           /* time windows */
-	uint64_t t0, tspan; /* the samples' times: first, last - first */
-	uint64_t *ld[2];    /* [nwin][threads][k] accesses per scenario (count_all; ld[0] the model's base) */
-	uint64_t *ns[2];    /* [nwin][threads] samples behind them */
-	double *fac[2];     /* [nwin][k] slowdown per scenario */
-	double *peak[2];    /* [k] the highest load of each node over the windows */
-	int *peak_users[2]; /* [k] the most threads that accessed it in one window */
+	struct nk__whatif_bw bw_model;
 	int *mem_nodes, n_mem;  /* nodes with memory, index order */
 	int *cpu_nodes, n_cpu;  /* nodes with cpus */
 	/* node mapping of the profiled machine onto m */
@@ -160,50 +145,6 @@ static const char *entry_label(const struct nk__aplan_entry *e)
 
 /* ---------------------------------------------------------------- machine */
 
-/* The default model's capacity of each node: its cores (distinct core indices of its cpus); a node without
- * cpus (memory only) the mean of the nodes with cpus, at least 1. */
-static int setup_capacity(struct wi_ctx *c)
-{
-	double sum = 0;
-	int with = 0;
-	if (!(c->cap = calloc((size_t)c->k, sizeof(double))))
-		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	for (int i = 0; i < c->k; i++) {
-		int n = nk_machine_node_cpus(c->m, c->ids[i], NULL, 0);
-		int *cpus = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int *core = n > 0 ? malloc((size_t)n * sizeof(int)) : NULL;
-		int cores = 0;
-		if (n > 0 && (!cpus || !core)) {
-			free(cpus);
-			free(core);
-			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-		}
-		if (n > 0) {
-			int got = nk_machine_node_cpus(c->m, c->ids[i], cpus, (size_t)n);
-			n = got < n ? got : n;
-		}
-		for (int j = 0; j < n; j++) {
-			nk_cpu_info ci;
-			int x = nk_machine_cpu_info(c->m, cpus[j], &ci) ? -1 - j : ci.core, seen = 0;
-			for (int q = 0; q < cores && !seen; q++)
-				seen = core[q] == x;
-			if (!seen)
-				core[cores++] = x;
-		}
-		free(cpus);
-		free(core);
-		c->cap[i] = cores;
-		if (cores) {
-			sum += cores;
-			with++;
-		}
-	}
-	for (int i = 0; i < c->k; i++)
-		if (c->cap[i] <= 0)
-			c->cap[i] = with && sum / with >= 1 ? sum / with : 1;
-	return 0;
-}
-
 static int load_machine(struct wi_ctx *c)
 {
 	const nk_machine *m = c->m;
@@ -215,10 +156,9 @@ static int load_machine(struct wi_ctx *c)
 	c->ids = calloc(kk, sizeof(int));
 	c->lat = calloc(kk * kk, sizeof(double));
 	c->lat_used = calloc(kk * kk, 1);
-	c->bw = calloc(kk, sizeof(double));
 	c->mem_nodes = calloc(kk, sizeof(int));
 	c->cpu_nodes = calloc(kk, sizeof(int));
-	if (!c->ids || !c->lat || !c->lat_used || !c->bw || !c->mem_nodes || !c->cpu_nodes)
+	if (!c->ids || !c->lat || !c->lat_used || !c->mem_nodes || !c->cpu_nodes)
 		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 	for (int i = 0; i < k; i++) {
 		c->ids[i] = nk_machine_node_id(m, i);
@@ -245,15 +185,10 @@ static int load_machine(struct wi_ctx *c)
 				c->lat_used[(size_t)i * kk + (size_t)j] = 2;
 			}
 		}
-		double bw = 0;
-		if (!nk_machine_get_matrix(m, NK_MATRIX_BANDWIDTH_MBS, c->ids[i], c->ids[i], &bw) && bw > 0)
-			c->bw[i] = bw;
 	}
-	c->dflt = 1;
-	for (int i = 0; i < k; i++)
-		if (c->bw[i] > 0)
-			c->dflt = 0;
-	return setup_capacity(c);
+	int rc = nk__whatif_bw_capacity(&c->bw_model, m, c->ids, k, c->err);
+	c->dflt = !c->bw_model.n_measured;
+	return rc;
 }
 
 /* Node index on m of a node id of the profiled machine holding pages; -1 unknown. */
@@ -648,147 +583,20 @@ static void count(struct wi_ctx *c, struct wi_acc *acc, int tn, int pn, uint32_t
 	acc->bytes[pn] += (uint64_t)w * WI_LINE_BYTES;
 }
 
-/* ------------------------------------------ the default bandwidth model */
+/* ------------------------------------------------- the bandwidth model */
 
-int nk__whatif_windows(uint64_t samples, size_t threads)
-{
-	uint64_t w = samples / ((uint64_t)WI_WIN_SAMPLES * (threads ? threads : 1));
-	return w < 1 ? 1 : w > WI_MAX_WIN ? WI_MAX_WIN : (int)w;
-}
-
-void nk__whatif_loads(const uint64_t *acc, const uint64_t *samples, size_t threads, int k, const double *cap,
-		      double *load, int *users, double *var)
-{
-	for (int n = 0; n < k; n++) {
-		load[n] = 0;
-		if (users)
-			users[n] = 0;
-		if (samples)
-			var[n] = 0;
-	}
-	for (size_t t = 0; t < threads; t++) {
-		const uint64_t *a = acc + t * (size_t)k;
-		uint64_t tot = 0;
-		for (int n = 0; n < k; n++)
-			tot += a[n];
-		if (!tot)
-			continue; /* not running (or not sampled) in this window */
-		for (int n = 0; n < k; n++) {
-			if (!a[n])
-				continue;
-			double p = (double)a[n] / (double)tot;
-			load[n] += p;
-			if (samples && samples[t])
-				var[n] += p * (1 - p) / (double)samples[t];
-			if (users)
-				users[n]++;
-		}
-	}
-	for (int n = 0; n < k; n++) {
-		double lo = samples ? load[n] - WI_LOAD_Z * sqrt(var[n]) : load[n];
-		load[n] = (lo > 0 ? lo : 0) / cap[n];
-	}
-}
-
-double nk__whatif_slowdown(double load)
-{
-	return load > 1 ? load : 1;
-}
-
-/* The windows and the default model's arrays (only without measured bandwidth). */
+/* The windows and the bandwidth model's arrays (measured bandwidth or the default model). */
 static int setup_windows(struct wi_ctx *c)
 {
-	const struct nk__analysis *a = c->a;
-	if (!c->dflt)
-		return 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (size_t i = 0; i < a->n_attr; i++) {
-		if (a->attr[i].time_ns < lo)
-			lo = a->attr[i].time_ns;
-		if (a->attr[i].time_ns > hi)
-			hi = a->attr[i].time_ns;
-	}
-	c->t0 = a->n_attr ? lo : 0;
-	c->tspan = a->n_attr ? hi - lo : 0;
-	c->nwin = nk__whatif_windows(a->n_attr, a->n_threads);
-	size_t k = (size_t)c->k, nt = a->n_threads ? a->n_threads : 1;
-	for (int s = 0; s < 2; s++) {
-		c->ld[s] = calloc((size_t)c->nwin * nt * k, sizeof(uint64_t));
-		c->ns[s] = calloc((size_t)c->nwin * nt, sizeof(uint64_t));
-		c->fac[s] = calloc((size_t)c->nwin * k, sizeof(double));
-		c->peak[s] = calloc(k, sizeof(double));
-		c->peak_users[s] = calloc(k, sizeof(int));
-		if (!c->ld[s] || !c->ns[s] || !c->fac[s] || !c->peak[s] || !c->peak_users[s])
-			return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	}
-	return 0;
-}
-
-static size_t win_of(const struct wi_ctx *c, const struct nk__an_sample *s)
-{
-	if (c->nwin < 2 || !c->tspan || s->time_ns <= c->t0)
-		return 0;
-	size_t w = (size_t)((double)(s->time_ns - c->t0) / (double)c->tspan * c->nwin);
-	return w >= (size_t)c->nwin ? (size_t)c->nwin - 1 : w;
-}
-
-/* Sample @p s's accesses, made from node index @p tn to @p pn, added to (@p sign > 0) or taken from scenario
- * @p scen's loads. */
-static void load_add(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn, int sign)
-{
-	if (!c->dflt || tn < 0 || pn < 0)
-		return;
-	size_t nt = c->a->n_threads ? c->a->n_threads : 1, wt = win_of(c, s) * nt + s->thread;
-	uint64_t *x = &c->ld[scen][wt * (size_t)c->k + (size_t)pn];
-	if (sign > 0) {
-		*x += s->weight;
-		c->ns[scen][wt]++;
-	} else {
-		*x -= s->weight;
-		c->ns[scen][wt]--;
-	}
-}
-
-/* Scenario @p scen's slowdown per window and node from its loads, and each node's peak. */
-static int load_factors(struct wi_ctx *c, int scen)
-{
-	if (!c->dflt)
-		return 0;
-	size_t k = (size_t)c->k, nt = c->a->n_threads ? c->a->n_threads : 1;
-	double *load = malloc(k * sizeof(double)), *var = malloc(k * sizeof(double));
-	int *users = malloc(k * sizeof(int));
-	if (!load || !var || !users) {
-		free(load);
-		free(var);
-		free(users);
-		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
-	}
-	for (size_t n = 0; n < k; n++) {
-		c->peak[scen][n] = 0;
-		c->peak_users[scen][n] = 0;
-	}
-	for (size_t w = 0; w < (size_t)c->nwin; w++) {
-		nk__whatif_loads(c->ld[scen] + w * nt * k, c->ns[scen] + w * nt, nt, c->k, c->cap, load, users, var);
-		for (size_t n = 0; n < k; n++) {
-			c->fac[scen][w * k + n] = nk__whatif_slowdown(load[n]);
-			if (load[n] > c->peak[scen][n])
-				c->peak[scen][n] = load[n];
-			if (users[n] > c->peak_users[scen][n])
-				c->peak_users[scen][n] = users[n];
-		}
-	}
-	free(load);
-	free(var);
-	free(users);
-	return 0;
+	return nk__whatif_bw_setup(&c->bw_model, c->a, c->err);
 }
 
 /* The latency a saturated node adds to sample @p s (from node index @p tn to @p pn) in scenario @p scen, ns. */
 static double contention(const struct wi_ctx *c, int scen, const struct nk__an_sample *s, int tn, int pn)
 {
-	if (!c->dflt || tn < 0 || pn < 0)
+	if (!c->bw_model.on || tn < 0 || pn < 0)
 		return 0;
-	double f = c->fac[scen][win_of(c, s) * (size_t)c->k + (size_t)pn];
+	double f = nk__whatif_bw_factor(&c->bw_model, scen, s, pn);
 	return f > 1 ? (double)s->weight * c->lat[(size_t)tn * (size_t)c->k + (size_t)pn] * (f - 1) : 0;
 }
 
@@ -809,10 +617,10 @@ static void replay(struct wi_ctx *c, const struct nk__an_sample *s, struct wi_en
 static int count_all(struct wi_ctx *c)
 {
 	const struct nk__analysis *a = c->a;
-	/* the nodes of each sample in each scenario, for the second pass (the default model needs every
+	/* the nodes of each sample in each scenario, for the second pass (the bandwidth model needs every
 	 * sample's load before it can price one) */
-	int16_t *nodes = c->dflt ? malloc((a->n_attr ? a->n_attr : 1) * 4 * sizeof(int16_t)) : NULL;
-	if (c->dflt && !nodes)
+	int16_t *nodes = malloc((a->n_attr ? a->n_attr : 1) * 4 * sizeof(int16_t));
+	if (!nodes)
 		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
 	for (size_t i = 0; i < a->n_attr; i++) {
 		const struct nk__an_sample *s = &a->attr[i];
@@ -833,18 +641,14 @@ static int count_all(struct wi_ctx *c)
 		count(c, &wv->s[1], t1, p1, s->weight);
 		count(c, &c->tot[0], t0, p0, s->weight);
 		count(c, &c->tot[1], t1, p1, s->weight);
-		if (nodes) {
-			int16_t *x = &nodes[4 * i];
-			x[0] = (int16_t)t0, x[1] = (int16_t)p0, x[2] = (int16_t)t1, x[3] = (int16_t)p1;
-			load_add(c, 0, s, t0, p0, 1);
-			load_add(c, 1, s, t1, p1, 1);
-		}
+		int16_t *x = &nodes[4 * i];
+		x[0] = (int16_t)t0, x[1] = (int16_t)p0, x[2] = (int16_t)t1, x[3] = (int16_t)p1;
+		nk__whatif_bw_add(&c->bw_model, 0, s, t0, p0, 1);
+		nk__whatif_bw_add(&c->bw_model, 1, s, t1, p1, 1);
 	}
-	if (!nodes)
-		return 0;
-	int rc = load_factors(c, 0);
+	int rc = nk__whatif_bw_factors(&c->bw_model, 0, c->err);
 	if (!rc)
-		rc = load_factors(c, 1);
+		rc = nk__whatif_bw_factors(&c->bw_model, 1, c->err);
 	for (size_t i = 0; i < a->n_attr && !rc; i++) {
 		const struct nk__an_sample *s = &a->attr[i];
 		for (int sc = 0; sc < 2; sc++) {
@@ -946,34 +750,18 @@ static double remote_frac(const struct wi_acc *x)
 	return k ? (double)x->remote / (double)k : -1;
 }
 
-/* Bandwidth bound in ns: the busiest node's bytes over its bandwidth; -1 when no node's is measured. */
+/* The bandwidth term in ns with measured bandwidth: the contention its saturated nodes add (the same
+ * windowed model as the default one, with the measured capacities); -1 under the default model. */
 static double bw_ns(const struct wi_ctx *c, const struct wi_acc *x)
 {
-	double worst = -1;
-	for (int n = 0; n < c->k; n++) {
-		if (c->bw[n] <= 0)
-			continue;
-		double t = (double)x->bytes[n] * 1000.0 / c->bw[n]; /* bytes / (MB/s * 1e6) s = bytes * 1e3 / MB/s ns */
-		if (t > worst)
-			worst = t;
-	}
-	return worst;
+	return c->dflt ? -1 : x->cont_ns;
 }
 
+/* latency + contention, whichever capacities the bandwidth model has (measured or cores). */
 static double stall_ms(const struct wi_ctx *c, const struct wi_acc *x)
 {
-	if (c->dflt)
-		return (x->lat_ns + x->cont_ns) / 1e6;
-	double b = bw_ns(c, x);
-	return (b > x->lat_ns ? b : x->lat_ns) / 1e6;
-}
-
-static int any_bw(const struct wi_ctx *c)
-{
-	for (int n = 0; n < c->k; n++)
-		if (c->bw[n] > 0)
-			return 1;
-	return 0;
+	(void)c;
+	return (x->lat_ns + x->cont_ns) / 1e6;
 }
 
 /* "measured", "SLIT" or "partly measured" for the latency pairs the estimate used. */
@@ -1081,21 +869,68 @@ static void per_run_means(struct wi_ctx *c)
 	c->mig_total = (c->mig_total + n / 2) / n;
 }
 
-/* Under the default bandwidth model, the nodes that saturate in either scenario: their peak load. */
+/* A capacity in threads: "0.5", "2.5", "12", "125000" */
+static const char *fmt_threads(double x, char *buf, size_t cap)
+{
+	snprintf(buf, cap, x < 10 ? "%.2g" : "%.0f", x);
+	return buf;
+}
+
+/* The nodes that saturate in either scenario: their peak load. */
 static void sat_text(const struct wi_ctx *c, struct nk__strbuf *b)
 {
+	const struct nk__whatif_bw *m = &c->bw_model;
+	char th[32];
 	int any = 0;
 	for (int n = 0; n < c->k; n++) {
-		if (c->peak[0][n] <= 1 && c->peak[1][n] <= 1)
+		if (m->peak[0][n] <= 1 && m->peak[1][n] <= 1)
 			continue;
 		if (!any)
-			nk__strbuf_printf(b, "saturated (threads at once and peak load, 1 = what its cores serve at full "
-				    "speed):\n");
-		nk__strbuf_printf(b, "  node %d (%g core%s): %d threads, load %.2f -> %d threads, load %.2f\n", c->ids[n],
-			    c->cap[n], c->cap[n] == 1 ? "" : "s", c->peak_users[0][n], c->peak[0][n], c->peak_users[1][n],
-			    c->peak[1][n]);
+			nk__strbuf_printf(b, "saturated (threads at once and peak load, 1 = what its %s serve%s at full "
+				    "speed):\n", c->dflt ? "cores" : "bandwidth", c->dflt ? "" : "s");
+		if (m->measured[n])
+			nk__strbuf_printf(b, "  node %d (%.0f MB/s, %s threads): ", c->ids[n], m->node_mbs[n],
+				    fmt_threads(m->cap[n], th, sizeof th));
+		else
+			nk__strbuf_printf(b, "  node %d (%g core%s): ", c->ids[n], m->cap[n], m->cap[n] == 1 ? "" : "s");
+		nk__strbuf_printf(b, "%d threads, load %.2f -> %d threads, load %.2f\n", m->peak_users[0][n], m->peak[0][n],
+			    m->peak_users[1][n], m->peak[1][n]);
 		any = 1;
 	}
+}
+
+/* With measured bandwidth, each node's capacity: "node 0 20000 MB/s = 2.5 threads", wrapped. */
+static void capacity_text(const struct wi_ctx *c, struct nk__strbuf *b)
+{
+	const struct nk__whatif_bw *m = &c->bw_model;
+	size_t col = 0;
+	int same = 1;
+	for (int n = 1; n < c->k; n++)
+		same = same && m->measured[n] && m->node_mbs[n] == m->node_mbs[0];
+	if (same && m->measured[0] && c->k > 1) { /* "nodes 0-3: 20000 MB/s each = 2.5 threads" */
+		char list[256], th[32];
+		nk__format_list(c->ids, (size_t)c->k, list, sizeof list);
+		nk__strbuf_printf(b, "  nodes %s: %.0f MB/s each = %s threads\n", list, m->node_mbs[0],
+			    fmt_threads(m->cap[0], th, sizeof th));
+		return;
+	}
+	for (int n = 0; n < c->k; n++) {
+		char item[96], th[32];
+		if (m->measured[n])
+			snprintf(item, sizeof item, "node %d %.0f MB/s = %s threads", c->ids[n], m->node_mbs[n],
+				 fmt_threads(m->cap[n], th, sizeof th));
+		else
+			snprintf(item, sizeof item, "node %d not measured: %g core%s = %.0f MB/s", c->ids[n], m->cap[n],
+				 m->cap[n] == 1 ? "" : "s", m->node_mbs[n]);
+		size_t len = strlen(item);
+		if (col && col + 2 + len > 98) {
+			nk__strbuf_printf(b, ";\n");
+			col = 0;
+		}
+		nk__strbuf_printf(b, "%s%s", col ? "; " : "  ", item);
+		col += 2 + len;
+	}
+	nk__strbuf_printf(b, "\n");
 }
 
 static int text_out(struct wi_ctx *c, char **out)
@@ -1118,11 +953,15 @@ static int text_out(struct wi_ctx *c, char **out)
 			!strcmp(ls, "slit") ? "not measured" : "partly measured");
 	if (c->dflt) {
 		nk__strbuf_printf(&b, "bandwidth: default model (not measured: a node serves as many threads at once as it "
-			    "has cores,\n  %.0f MB/s each; above that its accesses slow down in proportion)\n", WI_THREAD_MBS);
-		sat_text(c, &b);
+			    "has cores,\n  %.0f MB/s each; above that its accesses slow down in proportion)\n",
+			    c->bw_model.thread_mbs);
 	} else {
-		nk__strbuf_printf(&b, "bandwidth: measured (stall = the larger of latency and bandwidth bound)\n");
+		nk__strbuf_printf(&b, "bandwidth: measured (a node serves as many threads at once as its read bandwidth "
+			    "feeds,\n  %.0f MB/s each; above that its accesses slow down in proportion)\n",
+			    c->bw_model.thread_mbs);
+		capacity_text(c, &b);
 	}
+	sat_text(c, &b);
 	if (c->pinned) {
 		int *l = malloc((size_t)c->team * sizeof(int));
 		char *txt = NULL;
@@ -1242,12 +1081,12 @@ static json_t *scen_json(const struct wi_ctx *c, const struct wi_acc *x, int tot
 	for (int n = 0; n < c->k; n++)
 		json_array_append_new(served, json_integer((json_int_t)(x->bytes[n] / WI_LINE_BYTES)));
 	json_object_set_new(o, "served", served);
-	json_object_set_new(o, "contention_ms", c->dflt ? json_real(x->cont_ns / 1e6) : json_null());
-	if (total_scen >= 0 && c->dflt) { /* the whole scenario's: each node's peak over the windows */
+	json_object_set_new(o, "contention_ms", json_real(x->cont_ns / 1e6));
+	if (total_scen >= 0) { /* the whole scenario's: each node's peak over the windows */
 		json_t *ld = json_array(), *us = json_array();
 		for (int n = 0; n < c->k; n++) {
-			json_array_append_new(ld, json_real(c->peak[total_scen][n]));
-			json_array_append_new(us, json_integer(c->peak_users[total_scen][n]));
+			json_array_append_new(ld, json_real(c->bw_model.peak[total_scen][n]));
+			json_array_append_new(us, json_integer(c->bw_model.peak_users[total_scen][n]));
 		}
 		json_object_set_new(o, "node_load", ld);
 		json_object_set_new(o, "node_threads", us);
@@ -1283,19 +1122,21 @@ static int json_out(struct wi_ctx *c, char **out)
 	json_object_set_new(mach, "nodes", nodes);
 	json_object_set_new(mach, "latency", json_string(lat_source(c)));
 	json_object_set_new(mach, "fallback_ns_per_distance_10", json_real(WI_FALLBACK_NS));
-	json_object_set_new(mach, "bandwidth_measured", json_boolean(any_bw(c)));
+	json_object_set_new(mach, "bandwidth_measured", json_boolean(!c->dflt));
 	json_object_set_new(mach, "bandwidth", json_string(c->dflt ? "default model" : "measured"));
-	if (c->dflt) {
-		json_t *bm = json_object(), *nm = json_array();
+	json_t *bm = json_object(), *nm = json_array();
+	for (int n = 0; n < c->k; n++)
+		json_array_append_new(nm, json_real(c->bw_model.node_mbs[n]));
+	json_object_set_new(bm, "thread_mbs", json_real(c->bw_model.thread_mbs));
+	json_object_set_new(bm, "node_mbs", nm);
+	json_object_set_new(bm, "windows", json_integer(c->bw_model.nwin));
+	if (!c->dflt) { /* which capacities were measured (the others: cores x thread_mbs) */
+		json_t *meas = json_array();
 		for (int n = 0; n < c->k; n++)
-			json_array_append_new(nm, json_real(c->cap[n] * WI_THREAD_MBS));
-		json_object_set_new(bm, "thread_mbs", json_real(WI_THREAD_MBS));
-		json_object_set_new(bm, "node_mbs", nm);
-		json_object_set_new(bm, "windows", json_integer(c->nwin));
-		json_object_set_new(mach, "bandwidth_model", bm);
-	} else {
-		json_object_set_new(mach, "bandwidth_model", json_null());
+			json_array_append_new(meas, json_boolean(c->bw_model.measured[n]));
+		json_object_set_new(bm, "node_measured", meas);
 	}
+	json_object_set_new(mach, "bandwidth_model", bm);
 	json_object_set_new(mach, "threads_remapped", json_boolean(c->remap_threads));
 	json_object_set_new(r, "machine", mach);
 	if (c->pinned) {
@@ -1391,15 +1232,7 @@ static void ctx_free(struct wi_ctx *c)
 	free(c->ids);
 	free(c->lat);
 	free(c->lat_used);
-	free(c->bw);
-	free(c->cap);
-	for (int s = 0; s < 2; s++) {
-		free(c->ld[s]);
-		free(c->ns[s]);
-		free(c->fac[s]);
-		free(c->peak[s]);
-		free(c->peak_users[s]);
-	}
+	nk__whatif_bw_free(&c->bw_model);
 	free(c->mem_nodes);
 	free(c->cpu_nodes);
 	free(c->thr_prof);
@@ -1523,11 +1356,11 @@ int nk__whatif_model_new(const struct nk__analysis *a, const nk_machine *m, cons
 	if ((rc = load_machine(&w->c)) || (rc = setup_threads(&w->c)) || (rc = setup_windows(&w->c)))
 		goto fail;
 	setup_pages(&w->c);
-	/* the default bandwidth model's base: every sample as profiled (an evaluation replaces one variable's) */
-	for (size_t i = 0; w->c.dflt && i < a->n_attr; i++) {
+	/* the bandwidth model's base: every sample as profiled (an evaluation replaces one variable's) */
+	for (size_t i = 0; i < a->n_attr; i++) {
 		int tn, pn, r;
 		replay(&w->c, &a->attr[i], NULL, 1, &tn, &pn, &r);
-		load_add(&w->c, 0, &a->attr[i], tn, pn, 1);
+		nk__whatif_bw_add(&w->c.bw_model, 0, &a->attr[i], tn, pn, 1);
 	}
 	w->vstart = calloc(a->n_vars + 1, sizeof(size_t));
 	w->vidx = malloc((a->n_attr ? a->n_attr : 1) * sizeof(uint32_t));
@@ -1593,20 +1426,20 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	out->sat_node = -1;
 	out->sat_threads = 0;
 	out->sat_load = 0;
-	if (c->dflt) {
+	out->sat_mbs = 0;
+	out->bw_measured = !c->dflt;
+	{
 		/* the loads of whatif's planned scenario for this one entry: the other variables as profiled, this
 		 * one's accesses (a site's fill and teardown included: they load the node all the same) moved */
-		size_t nt = c->a->n_threads ? c->a->n_threads : 1;
-		memcpy(c->ld[1], c->ld[0], (size_t)c->nwin * nt * (size_t)c->k * sizeof(uint64_t));
-		memcpy(c->ns[1], c->ns[0], (size_t)c->nwin * nt * sizeof(uint64_t));
+		nk__whatif_bw_base(&c->bw_model);
 		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
 			int tp, pp;
 			replay(c, s, NULL, 1, &tp, &pp, &rc);
-			load_add(c, 1, s, tp, pp, -1);
-			load_add(c, 1, s, nodes[2 * (k - w->vstart[var])], nodes[2 * (k - w->vstart[var]) + 1], 1);
+			nk__whatif_bw_add(&c->bw_model, 1, s, tp, pp, -1);
+			nk__whatif_bw_add(&c->bw_model, 1, s, nodes[2 * (k - w->vstart[var])], nodes[2 * (k - w->vstart[var]) + 1], 1);
 		}
-		if ((rc = load_factors(c, 1)))
+		if ((rc = nk__whatif_bw_factors(&c->bw_model, 1, c->err)))
 			goto out;
 		for (size_t k = w->vstart[var]; k < w->vstart[var + 1]; k++) {
 			const struct nk__an_sample *s = &c->a->attr[w->vidx[k]];
@@ -1623,8 +1456,9 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 			if (by_node[n] > most) {
 				most = by_node[n];
 				out->sat_node = c->ids[n];
-				out->sat_threads = c->peak_users[1][n];
-				out->sat_load = c->peak[1][n];
+				out->sat_threads = c->bw_model.peak_users[1][n];
+				out->sat_load = c->bw_model.peak[1][n];
+				out->sat_mbs = c->bw_model.measured[n] ? c->bw_model.node_mbs[n] : 0;
 			}
 	}
 	if (c->a->runs > 1)
@@ -1636,8 +1470,8 @@ int nk__whatif_model_eval(struct nk__whatif_model *w, size_t var, const struct n
 	out->unknown = x.unknown;
 	out->remote_fraction = remote_frac(&x);
 	out->latency_ms = x.lat_ns / 1e6;
-	out->bandwidth_ms = c->dflt || b < 0 ? -1 : b / 1e6;
-	out->contention_ms = c->dflt ? x.cont_ns / 1e6 : -1;
+	out->bandwidth_ms = b < 0 ? -1 : b / 1e6;
+	out->contention_ms = x.cont_ns / 1e6;
 	out->stall_ms = stall_ms(c, &x);
 	out->busiest_node = -1;
 	for (int n = 0; n < c->k; n++) {
@@ -1689,7 +1523,12 @@ static void fill_pred(const struct wi_ctx *c, const struct wi_acc *x, struct nk_
 	out->remote_fraction = remote_frac(x);
 	out->latency_ms = x->lat_ns / 1e6;
 	out->bandwidth_ms = b < 0 ? -1 : b / 1e6;
+	out->contention_ms = x->cont_ns / 1e6;
 	out->stall_ms = stall_ms(c, x);
+	out->bw_measured = !c->dflt;
+	out->sat_node = -1;
+	out->sat_threads = 0;
+	out->sat_load = out->sat_mbs = 0;
 	out->busiest_node = -1;
 	for (int n = 0; n < c->k; n++) {
 		served += (double)x->bytes[n];
@@ -1716,7 +1555,7 @@ int nk__whatif_move(const struct nk__analysis *a, const nk_machine *m, int node,
 	c.m = m;
 	c.err = err;
 	c.given_machine = 1;
-	if ((rc = load_machine(&c)) || (rc = setup_threads(&c)))
+	if ((rc = load_machine(&c)) || (rc = setup_threads(&c)) || (rc = setup_windows(&c)))
 		goto out;
 	setup_pages(&c);
 	if (node >= 0) {
@@ -1743,17 +1582,29 @@ int nk__whatif_move(const struct nk__analysis *a, const nk_machine *m, int node,
 		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < a->n_attr; i++) {
-		const struct nk__an_sample *s = &a->attr[i];
-		int tn, pn, r = 0;
-		replay(&c, s, NULL, 0, &tn, &pn, &r); /* as profiled */
-		if (node >= 0) {
-			tn = tq; /* every thread of the rank runs on its node */
-			if (follow && pn >= 0)
-				pn = pq;
+	/* twice: the bandwidth model's loads (the rank alone on the machine), then each access priced */
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		for (size_t i = 0; i < a->n_attr; i++) {
+			const struct nk__an_sample *s = &a->attr[i];
+			int tn, pn, r = 0;
+			replay(&c, s, NULL, 0, &tn, &pn, &r); /* as profiled */
+			if (node >= 0) {
+				tn = tq; /* every thread of the rank runs on its node */
+				if (follow && pn >= 0)
+					pn = pq;
+			}
+			if (pass) {
+				count(&c, &x, tn, pn, s->weight);
+				x.cont_ns += contention(&c, 0, s, tn, pn);
+			} else {
+				nk__whatif_bw_add(&c.bw_model, 0, s, tn, pn, 1);
+			}
 		}
-		count(&c, &x, tn, pn, s->weight);
+		if (!pass)
+			rc = nk__whatif_bw_factors(&c.bw_model, 0, err);
 	}
+	if (rc)
+		goto out;
 	if (a->runs > 1)
 		acc_means(&c, &x, (uint64_t)a->runs);
 	if (c.oom) {

@@ -1047,7 +1047,9 @@ static void assert_near(double x, double y, double tol)
  * in step, thread t on node t, thread 0 twice as often.  On nodes of one core, node 0 serves the 4 threads
  * at once: saturated under the default bandwidth model, the interleave relieves it although it makes more
  * of the accesses remote, and the reason says so.  On nodes of 4 cores the same program saturates nothing:
- * the interleave is only more remote, and the variable is left alone (latency alone decides).
+ * the interleave is only more remote, and the variable is left alone (latency alone decides).  Measured
+ * bandwidth goes through the same model with the measured capacities: huge, the one-core nodes do not
+ * saturate (left alone); 2 threads' worth on the 4-core nodes, node 0 does (interleaved).
  */
 static void fft_like(struct pbuild *b, const char *machine)
 {
@@ -1082,6 +1084,21 @@ static void test_hotspot_contention(void **state)
 	nk_advice_free(a);
 	pb_free(&b);
 
+	/* measured bandwidth, huge (1e9 MB/s a node): the same nodes of one core do not saturate, and the choice
+	 * flips: latency alone decides, the interleave is only more remote */
+	nk_machine *m = nk_test_synth("nodes=4 cores=1 mem=1G dist=10:21 l2=256K");
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 1e9), 0);
+	fft_like(&b, "nodes=4 cores=1 mem=1G dist=10:21 l2=256K");
+	a = advise_opts(&b, m, NULL);
+	assert_null(entry(a, "name:fft", NK__WHEN_ALLOC, NULL));
+	assert_non_null(left(a, "name:fft"));
+	assert_null(strstr(left(a, "name:fft")->reason, "saturated"));
+	nk_advice_free(a);
+	nk_machine_free(m);
+	pb_free(&b);
+
 	fft_like(&b, "nodes=4 cores=4 mem=1G dist=10:21 l2=256K");
 	a = advise(&b);
 	assert_null(entry(a, "name:fft", NK__WHEN_ALLOC, NULL));
@@ -1090,6 +1107,25 @@ static void test_hotspot_contention(void **state)
 	assert_non_null(strstr(sk->reason, "no placement is predicted better than as profiled (60.0% remote"));
 	assert_null(strstr(sk->reason, "saturated"));
 	nk_advice_free(a);
+
+	/* nodes of 4 cores whose memory feeds only 2 streaming threads (16000 MB/s measured, 8000 a thread):
+	 * node 0 serving the 4 threads saturates after all, and the choice flips to the interleave, the reason
+	 * naming the measured bandwidth */
+	m = nk_test_synth("nodes=4 cores=4 mem=1G dist=10:21 l2=256K");
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, i == k ? 16000 : 9000), 0);
+	a = advise_opts(&b, m, NULL);
+	e = entry(a, "name:fft", NK__WHEN_ALLOC, NULL);
+	assert_non_null(e);
+	assert_string_equal(e->policy, "cyclic");
+	assert_non_null(strstr(e->reason, "; node 0 serves 4 threads at once (load 2.00 of its measured 16000 MB/s): "
+					  "spreading it cuts the bandwidth term from "));
+	assert_string_equal(e->ev.cands[0].policy, "none");
+	assert_true(e->ev.cands[0].stall_ms > e->ev.cands[1].stall_ms);
+	assert_null(left(a, "name:fft"));
+	nk_advice_free(a);
+	nk_machine_free(m);
 	pb_free(&b);
 }
 

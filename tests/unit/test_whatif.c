@@ -5,8 +5,8 @@
  * (docs/whatif.md) is checked number by number: remote fractions under
  * block / cyclic / bind / pages / next_touch, per-phase and first-parallel
  * entries, pinning that moves threads, another machine (2 vs 4 nodes),
- * NK_ENODEV, latency (SLIT fallback and measured), the bandwidth bound and
- * the migration volume.
+ * NK_ENODEV, latency (SLIT fallback and measured), the bandwidth model
+ * (default and measured capacities) and the migration volume.
  */
 #include "testutil.h"
 
@@ -280,7 +280,7 @@ static void test_policies(void **state)
 	nk_profile_free(p);
 }
 
-/* Stall: accesses x latency, 80 ns x distance / 10 unmeasured; measured latency and a bandwidth bound. */
+/* Stall: accesses x latency, 80 ns x distance / 10 unmeasured; measured latency and bandwidth. */
 static void test_stall(void **state)
 {
 	(void)state;
@@ -296,22 +296,27 @@ static void test_stall(void **state)
 						 "bandwidth_ms")));
 	json_decref(j);
 
-	/* measured: local 100 ns, remote 300 ns; node bandwidth 1 MB/s: 256 x 64 B from node 0 = 16.384 ms */
+	/* measured: local 100 ns, remote 300 ns; node bandwidth 4000 MB/s, half of what one streaming thread
+	 * demands (8000 MB/s): a node serves half a thread at full speed.  The threads read one after the other
+	 * (one a time window): as profiled node 0 serves one thread at a time, load 2; under block each node
+	 * its own thread, load 2 as well: every access takes twice its latency, the bandwidth term is the
+	 * latency again */
 	nk_machine *m = nk_test_synth(M4);
 	for (int i = 0; i < 4; i++)
 		for (int k = 0; k < 4; k++) {
 			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_LATENCY_NS, i, k, i == k ? 100 : 300), 0);
-			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 1.0), 0);
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 4000.0), 0);
 		}
 	j = whatif_json(p, m, a);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "machine"), "latency")), "measured");
-	NEAR(num(j, "total.profiled.latency_ms"), (64 * 100.0 + 192 * 300.0) / 1e6);
-	NEAR(num(j, "total.planned.latency_ms"), 256 * 100.0 / 1e6);
-	/* bandwidth bound: as profiled node 0 serves all 256 accesses; under block each node 64 */
-	NEAR(num(j, "total.profiled.bandwidth_ms"), 256 * 64 * 1000.0 / 1.0 / 1e6);
-	NEAR(num(j, "total.planned.bandwidth_ms"), 64 * 64 * 1000.0 / 1e6);
-	NEAR(num(j, "total.profiled.stall_ms"), 16.384);
-	NEAR(num(j, "total.planned.stall_ms"), 4.096);
+	double l0 = (64 * 100.0 + 192 * 300.0) / 1e6, l1 = 256 * 100.0 / 1e6;
+	NEAR(num(j, "total.profiled.latency_ms"), l0);
+	NEAR(num(j, "total.planned.latency_ms"), l1);
+	NEAR(num(j, "total.profiled.bandwidth_ms"), l0);
+	NEAR(num(j, "total.planned.bandwidth_ms"), l1);
+	NEAR(num(j, "total.profiled.contention_ms"), l0);
+	NEAR(num(j, "total.profiled.stall_ms"), 2 * l0);
+	NEAR(num(j, "total.planned.stall_ms"), 2 * l1);
 	json_decref(j);
 	nk_machine_free(m);
 	plan_free(a);
@@ -783,7 +788,7 @@ static void test_public_plan(void **state)
 
 /* ------------------------------------------------ the default bandwidth model (issue 21 §2) */
 
-/* The pure parts: windows, loads (with their lower bound), slowdown. */
+/* The pure parts: windows, loads (with their lower bound), demand as a rate, slowdown. */
 static void test_bandwidth_pure(void **state)
 {
 	(void)state;
@@ -796,8 +801,9 @@ static void test_bandwidth_pure(void **state)
 	const double cap1[4] = { 1, 1, 1, 1 }, cap2[4] = { 2, 2, 2, 2 };
 	double load[4], var[4];
 	int users[4];
-	/* every thread reads node 0 only: a node of one core serves 4 threads, exactly (no spread to doubt) */
-	const uint64_t hot[16] = { 5, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 30, 0, 0, 0 };
+	/* every thread reads node 0 only, at the same rate: a node of one core serves 4 threads, exactly (no
+	 * spread to doubt) */
+	const uint64_t hot[16] = { 16, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0 };
 	const uint64_t n16[4] = { 16, 16, 16, 16 };
 	nk__whatif_loads(hot, n16, 4, 4, cap1, load, users, var);
 	NEAR(load[0], 4);
@@ -836,6 +842,24 @@ static void test_bandwidth_pure(void **state)
 	NEAR(nk__whatif_slowdown(0), 1);
 	NEAR(nk__whatif_slowdown(0.99), 1);
 	NEAR(nk__whatif_slowdown(3.5), 3.5);
+
+	/* demand as a rate: the busiest thread of the window streams (1); another counts for its rate relative
+	 * to it, at the upper end of its 95 % bound, 1 at most */
+	NEAR(nk__whatif_demand(16, 16, 16, 16), 1);
+	NEAR(nk__whatif_demand(0, 0, 16, 16), 0);
+	NEAR(nk__whatif_demand(8, 0, 16, 0), 0.5);  /* exact */
+	NEAR(nk__whatif_demand(16, 16, 32, 32), 1); /* half the rate from 16 samples: not told apart */
+	NEAR(nk__whatif_demand(8, 8, 32, 32), 0.25 * (1 + 1.96 / sqrt(8)) / (1 - 1.96 / sqrt(32)));
+	NEAR(nk__whatif_demand(1, 1, 64, 64), (1 / 64.0) * (1 + 1.96) / (1 - 1.96 / 8));
+	NEAR(nk__whatif_demand(1, 1, 3, 3), 1);     /* the busiest's own count too uncertain */
+	/* a thread that made 2 accesses beside one that made 64 in the window loads node 0 by that much */
+	const uint64_t light[8] = { 64, 0, 0, 0, 2, 0, 0, 0 }, nl[2] = { 64, 2 };
+	nk__whatif_loads(light, nl, 2, 4, cap1, load, users, var);
+	NEAR(load[0], 1 + (2 / 64.0) * (1 + 1.96 / sqrt(2)) / (1 - 1.96 / 8));
+	assert_int_equal(users[0], 2);
+	/* the same weights, exact: 1 + 2 / 64 */
+	nk__whatif_loads(light, NULL, 2, 4, cap1, load, NULL, NULL);
+	NEAR(load[0], 1 + 2 / 64.0);
 }
 
 #define M4ONE "nodes=4 cores=1 mem=1G dist=10:20 l2=256K"
@@ -907,21 +931,35 @@ static void test_contention(void **state)
 	free(out);
 	plan_free(a);
 
-	/* measured bandwidth: its bound, not the default model */
+	/* measured bandwidth, huge: the same model, each node's capacity its bandwidth over a thread's demand
+	 * (1e9 / 8000 threads): node 0 serving the 4 threads is far from saturated, the latency alone counts */
 	nk_machine *m = nk_test_synth(M4ONE);
 	for (int i = 0; i < 4; i++)
 		for (int k = 0; k < 4; k++)
-			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 1000.0), 0);
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, 1e9), 0);
 	a = plan_new();
 	plan_add(a, "name:arr", "cyclic", NK__WHEN_ALLOC, NULL);
 	j = whatif_json(p, m, a);
 	assert_string_equal(str_at(j, "machine", "bandwidth"), "measured");
-	assert_true(json_is_null(json_object_get(json_object_get(j, "machine"), "bandwidth_model")));
+	assert_true(json_is_true(json_object_get(json_object_get(j, "machine"), "bandwidth_measured")));
+	bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(num(bm, "thread_mbs"), 8000);
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 2)), 1e9);
+	assert_true(json_is_true(json_array_get(json_object_get(bm, "node_measured"), 2)));
 	pl = json_object_get(json_object_get(j, "total"), "profiled");
-	assert_true(json_is_null(json_object_get(pl, "contention_ms")));
-	assert_null(json_object_get(pl, "node_load"));
-	NEAR(num(j, "total.profiled.bandwidth_ms"), 512 * 64 * 1000.0 / 1000.0 / 1e6);
+	NEAR(num(j, "total.profiled.contention_ms"), 0);
+	NEAR(num(j, "total.profiled.bandwidth_ms"), 0);
+	NEAR(num(j, "total.profiled.stall_ms"), lat);
+	NEAR(num(j, "total.planned.stall_ms"), lat);
+	NEAR(json_number_value(json_array_get(json_object_get(pl, "node_load"), 0)), 4 * 8000 / 1e9);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(pl, "node_threads"), 0)), 4);
 	json_decref(j);
+	out = NULL;
+	assert_int_equal(nk_profile_whatif(p, m, a, NK_REPORT_TEXT, &out, &err), 0);
+	assert_non_null(strstr(out, "bandwidth: measured (a node serves as many threads at once as its read bandwidth"));
+	assert_non_null(strstr(out, "\n  nodes 0-3: 1000000000 MB/s each = 125000 threads\n"));
+	assert_null(strstr(out, "saturated"));
+	free(out);
 	plan_free(a);
 	nk_machine_free(m);
 	nk_profile_free(p);
@@ -955,14 +993,59 @@ static void test_contention(void **state)
 	nk_profile_free(p);
 	nk_machine_free(m);
 
-	/* the same in-step hot spot on nodes of 4 cores: node 0 serves 4 threads at its capacity, no more */
+	/* the same in-step hot spot on nodes of 4 cores: node 0 serves 4 threads at its capacity, no more;
+	 * interleaving it gains nothing (the same latency: a quarter local either way) */
 	p = in_step("nodes=4 cores=4 mem=1G dist=10:20 l2=256K", 0);
 	a = plan_new();
-	plan_add(a, "name:arr", "none", NK__WHEN_ALLOC, NULL);
+	plan_add(a, "name:arr", "cyclic", NK__WHEN_ALLOC, NULL);
 	j = whatif_json(p, NULL, a);
 	NEAR(num(j, "total.profiled.contention_ms"), 0);
-	NEAR(num(j, "total.profiled.stall_ms"), (128 * 80.0 + 384 * 160.0) / 1e6);
+	NEAR(num(j, "total.profiled.stall_ms"), lat);
+	NEAR(num(j, "total.planned.stall_ms"), lat);
 	json_decref(j);
+	/* measured: each node's memory feeds 16000 MB/s, 2 streaming threads, though it has 4 cores.  Node 0
+	 * serving the 4 threads at once is at load 2: every access it serves takes twice its latency, and the
+	 * interleave (one thread's worth a node, less its doubt: 0.58 / 2) now pays */
+	m = nk_test_synth("nodes=4 cores=4 mem=1G dist=10:20 l2=256K");
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, i, k, i == k ? 16000 : 9000), 0);
+	j = whatif_json(p, m, a);
+	bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 0)), 16000); /* local, not 9000 */
+	NEAR(num(j, "total.profiled.contention_ms"), lat);
+	NEAR(num(j, "total.profiled.bandwidth_ms"), lat);
+	NEAR(num(j, "total.profiled.stall_ms"), 2 * lat);
+	NEAR(num(j, "total.planned.contention_ms"), 0);
+	NEAR(num(j, "total.planned.stall_ms"), lat);
+	pl = json_object_get(json_object_get(j, "total"), "profiled");
+	NEAR(json_number_value(json_array_get(json_object_get(pl, "node_load"), 0)), 2);
+	json_decref(j);
+	out = NULL;
+	assert_int_equal(nk_profile_whatif(p, m, a, NK_REPORT_TEXT, &out, &err), 0);
+	assert_non_null(strstr(out, "\n  nodes 0-3: 16000 MB/s each = 2 threads\n"));
+	assert_non_null(strstr(out, "saturated (threads at once and peak load, 1 = what its bandwidth serves at full "
+				    "speed):\n  node 0 (16000 MB/s, 2 threads): 4 threads, load 2.00 -> 4 threads, "
+				    "load 0.29\n"));
+	free(out);
+	nk_machine_free(m);
+
+	/* partly measured: node 0's bandwidth only; the others keep their cores (4 x 8000 MB/s) */
+	m = nk_test_synth("nodes=4 cores=4 mem=1G dist=10:20 l2=256K");
+	assert_int_equal(nk_machine_set_matrix(m, NK_MATRIX_BANDWIDTH_MBS, 0, 0, 16000), 0);
+	j = whatif_json(p, m, a);
+	assert_string_equal(str_at(j, "machine", "bandwidth"), "measured");
+	bm = json_object_get(json_object_get(j, "machine"), "bandwidth_model");
+	NEAR(json_number_value(json_array_get(json_object_get(bm, "node_mbs"), 1)), 32000);
+	assert_true(json_is_false(json_array_get(json_object_get(bm, "node_measured"), 1)));
+	NEAR(num(j, "total.profiled.stall_ms"), 2 * lat);
+	json_decref(j);
+	out = NULL;
+	assert_int_equal(nk_profile_whatif(p, m, a, NK_REPORT_TEXT, &out, &err), 0);
+	assert_non_null(strstr(out, "\n  node 0 16000 MB/s = 2 threads; node 1 not measured: 4 cores = 32000 MB/s;\n"
+				    "  node 2 not measured: 4 cores = 32000 MB/s"));
+	free(out);
+	nk_machine_free(m);
 	plan_free(a);
 	nk_profile_free(p);
 }
