@@ -1349,9 +1349,12 @@ int cli_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	flags = o.dry_run ? NK_PROCESS_DRY_RUN : 0;
-	if (o.rank_map)
+	if (o.rank_map) {
 		rc = rankmap_prepare(&o, m, &job, &pin_machine);
-	else
+		/* a share-relative plan follows the rank to its slot, as it follows a rank to its share */
+		if (!rc && o.plan && !(rc = plan_share_of(&o)) && o.n_plan_from)
+			rc = plan_share_prepare(&o, m, &job);
+	} else
 		rc = job_prepare(&o, m, &job, &in_job, &pin_machine);
 	if (rc)
 		goto out;
