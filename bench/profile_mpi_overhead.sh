@@ -28,7 +28,9 @@ PROG=$BUILD/tests/guest/mpi_halo_$MPI
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 case $MPI in
 openmpi)
+    # by its real path: through a /bin -> usr/bin link Open MPI takes "/" for its prefix and refuses to start
     RUN=$(command -v mpirun.openmpi || command -v mpirun || true)
+    [ -z "$RUN" ] || RUN=$(readlink -f "$RUN")
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     LAUNCH=("$RUN" --oversubscribe --bind-to none -np "$RANKS" -x OMP_NUM_THREADS) ;;
 mpich)
