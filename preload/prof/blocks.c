@@ -16,6 +16,22 @@
 #pragma weak nkp_pf_new_block
 #pragma weak nkp_pf_pin
 #pragma weak nkp_pf_unpin
+#pragma weak nkp_pf_self_begin
+#pragma weak nkp_pf_self_end
+
+/* The profiler's own time in the calling thread (issue 13), for the pagefault sampler (pf_fault.c), which scales
+ * the thread's samples by its share of time outside the profiler: two clock reads (vDSO) per recorded malloc or
+ * free, only under that sampler. */
+static uint64_t self_begin(void)
+{
+	return nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_self_begin ? nkp_pf_self_begin() : 0;
+}
+
+static void self_end(uint64_t t0)
+{
+	if (t0)
+		nkp_pf_self_end(t0);
+}
 
 /* ---------------------------------------------------------------- small blocks (issue 19)
  *
@@ -183,6 +199,7 @@ static void pin_span(uintptr_t a, size_t n, int pin)
 
 void nkp_small_here(void *p, size_t n, uint32_t kind)
 {
+	uint64_t t_in = self_begin();
 	STACK(fr, nfr);
 	uintptr_t a = (uintptr_t)p, ps = (uintptr_t)nkp.page_size, nlo = 0, nhi = 0;
 	int skip = 0, arm = 0, pin = 0;
@@ -219,6 +236,7 @@ out:
 		pin_span(a, n, 1);
 	if (arm) /* the new pages, like a new block: their first touch may be sampled */
 		nkp_pf_new_block(nlo, nhi - nlo);
+	self_end(t_in);
 }
 
 /* free()/realloc() of @p p: 1 when it was a recorded small block (now forgotten). */
@@ -226,12 +244,14 @@ void nkp_maybe_small_free(void *p)
 {
 	if (!p || !nkp.active || !atomic_load_explicit(&n_small, memory_order_relaxed) || nkp_busy())
 		return;
+	uint64_t t_in = self_begin();
 	nkp_enter();
 	pthread_mutex_lock(&nkp_blk_lock);
 	size_t unpin = small_free_locked((uintptr_t)p);
 	pthread_mutex_unlock(&nkp_blk_lock);
 	nkp_leave();
 	pin_span((uintptr_t)p, unpin, 0);
+	self_end(t_in);
 }
 
 int nkp_want_small(size_t n)

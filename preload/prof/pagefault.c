@@ -163,6 +163,9 @@ atomic_ulong pf_trap_ns = PF_FAULT_NS;
 atomic_ulong pf_probes, pf_stretched; /* probe faults taken; rounds run at a period stretched by the cost cap */
 _Atomic uintptr_t pf_probe_page;     /* the sampler thread's own page, 0 none */
 _Atomic uint64_t pf_probe_in, pf_probe_out; /* the probe fault's handler: entry and exit */
+atomic_int pf_self_on = 1;   /* weights corrected for the profiler's own time (NK_PROF_SELFTIME=0: not) */
+atomic_ulong pf_self_n, pf_self_f_sum, pf_self_f_max, pf_self_w_in, pf_self_w_out;
+atomic_uint pf_clock_ns;     /* one read of nkp_now's clock, measured at start */
 
 /* The members: groups of up to PF_GROUP pages.  Under pf_lock. */
 struct pf_member pf_mem[PF_MEMBERS];
@@ -230,6 +233,18 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "first_touch_present", atomic_load(&pf_ft_present), 0);
 	nkp_end_put_kv(buf, cap, &n, "busy", atomic_load(&pf_busy), 0);
 	nkp_end_put_kv(buf, cap, &n, "retries", atomic_load(&pf_retries), 0);
+	/* The correction of the weights for the profiler's own time (docs/profile.md, "the profiler's own time"):
+	 * samples scaled (f > 0), mean and largest f in ppm, the summed weights before and after. */
+	uint64_t sn = atomic_load(&pf_self_n);
+	nkp_end_put(buf, cap, &n, ", \"selftime\": {");
+	nkp_end_put_kv(buf, cap, &n, "on", (uint64_t)atomic_load(&pf_self_on), 1);
+	nkp_end_put_kv(buf, cap, &n, "samples", sn, 0);
+	nkp_end_put_kv(buf, cap, &n, "mean_f_ppm", sn ? atomic_load(&pf_self_f_sum) / sn : 0, 0);
+	nkp_end_put_kv(buf, cap, &n, "max_f_ppm", atomic_load(&pf_self_f_max), 0);
+	nkp_end_put_kv(buf, cap, &n, "weight_before", atomic_load(&pf_self_w_in), 0);
+	nkp_end_put_kv(buf, cap, &n, "weight_after", atomic_load(&pf_self_w_out), 0);
+	nkp_end_put_kv(buf, cap, &n, "clock_ns", atomic_load(&pf_clock_ns), 0);
+	nkp_end_put(buf, cap, &n, "}");
 	nkp_end_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;
