@@ -85,7 +85,8 @@ static void pf_self_correct(struct nk__nkp_sample *s, uintptr_t page)
 	double f = pf_self_read(&pf_self_tls, t, total, period / 2);
 	unsigned h = pf_hash(page);
 	uint64_t key = (uint64_t)page | (tid & 0xffffu) << 48 | (tid >> 16 & 0xfffu);
-	if (atomic_load_explicit(&pf_visit[h].key, memory_order_relaxed) == key) {
+	uint64_t k0 = atomic_load_explicit(&pf_visit[h].key, memory_order_relaxed);
+	if (k0 == key) {
 		uint64_t t0 = atomic_load_explicit(&pf_visit[h].t_ns, memory_order_relaxed);
 		uint64_t p0 = atomic_load_explicit(&pf_visit[h].total, memory_order_relaxed);
 		if (t > t0 && total >= p0)
@@ -94,6 +95,11 @@ static void pf_self_correct(struct nk__nkp_sample *s, uintptr_t page)
 	atomic_store_explicit(&pf_visit[h].key, key, memory_order_relaxed);
 	atomic_store_explicit(&pf_visit[h].t_ns, t, memory_order_relaxed);
 	atomic_store_explicit(&pf_visit[h].total, total, memory_order_relaxed);
+	/* A page's first touch, and the first visit to a page revoked because its block was new (its
+	 * initialisation: no sample of the page before), happen once whatever the program's speed: kept whole. */
+	if ((s->flags & NK__SF_FIRST_TOUCH) ||
+	    ((s->flags & NK__SF_NEW_BLOCK) && (k0 & 0x0000fffffffff000ull) != ((uint64_t)page & 0x0000fffffffff000ull)))
+		return;
 	double keep = pf_self_keep(f, lat_ns, period);
 	if (!(keep < 1.0))
 		return;
