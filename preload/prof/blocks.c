@@ -20,8 +20,8 @@
 #pragma weak nkp_pf_self_end
 
 /* The profiler's own time in the calling thread (issue 13), for the pagefault sampler (pf_fault.c), which scales
- * the thread's samples by its share of time outside the profiler: two clock reads (vDSO) per recorded malloc or
- * free, only under that sampler. */
+ * the thread's samples: the hook's start, which is also its event's time (the block is live from before it to
+ * after it), and its end, one clock read (vDSO) more per recorded malloc or free, only under that sampler. */
 static uint64_t self_begin(void)
 {
 	return nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_self_begin ? nkp_pf_self_begin() : 0;
@@ -141,9 +141,9 @@ static void stab_delete(struct sblk *b)
 	}
 }
 
-/* Forget the small block at @p a, if it is in the set: a FREE event for a recorded one; for a pinned one, its
- * size (the caller unpins its pages), else 0.  nkp_blk_lock held. */
-static size_t small_free_locked(uintptr_t a)
+/* Forget the small block at @p a, if it is in the set: a FREE event (at @p now, 0: read the clock) for a
+ * recorded one; for a pinned one, its size (the caller unpins its pages), else 0.  nkp_blk_lock held. */
+static size_t small_free_locked(uintptr_t a, uint64_t now)
 {
 	struct sblk *b = stab_find(a);
 	size_t pinned = 0;
@@ -153,7 +153,7 @@ static size_t small_free_locked(uintptr_t a)
 		pinned = b->size;
 		pinned_live--;
 	} else {
-		struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
+		struct nk__nkp_block e = { .addr = a, .time_ns = now ? now : nkp_now(), .tid = nkp_tid() };
 		sbuf_put(&e);
 		small_frees++;
 	}
@@ -209,8 +209,8 @@ void nkp_small_here(void *p, size_t n, uint32_t kind)
 	uint32_t site = nkp_site_of(fr, nfr, &skip);
 	if (!site)
 		goto out;
-	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = nkp_now(), .tid = nkp_tid(),
-			   .kind = kind };
+	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = t_in ? t_in : nkp_now(),
+			   .tid = nkp_tid(), .kind = kind };
 	if (skip) { /* someone else's block: pinned, not recorded */
 		nb.kind |= SBLK_PINNED;
 		if (stab_put(&nb, &unpin) == 0) {
@@ -247,7 +247,7 @@ void nkp_maybe_small_free(void *p)
 	uint64_t t_in = self_begin();
 	nkp_enter();
 	pthread_mutex_lock(&nkp_blk_lock);
-	size_t unpin = small_free_locked((uintptr_t)p);
+	size_t unpin = small_free_locked((uintptr_t)p, t_in);
 	pthread_mutex_unlock(&nkp_blk_lock);
 	nkp_leave();
 	pin_span((uintptr_t)p, unpin, 0);

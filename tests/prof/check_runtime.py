@@ -462,14 +462,16 @@ def phase_share(chunks, smp, period):
 
 
 def t_selftime(args, d):
-    # Issue 13: the pagefault sampler counts visits in time, so the profiler's own work in a thread (a recorded
-    # malloc and free per step under --small-blocks) stretches that thread's phase and its weight.  Each sample's
-    # weight is scaled by 1 - f, f the thread's share of time inside the profiler over about a round (pf_self.h).
-    # selftime_prog alternates phase p (a sweep with a computation) and phase m (the same, plus a malloc and free
-    # a step): the truth is each phase's share of the program's own time, its thread CPU time run plain.  The
-    # tolerance: 3.29 standard errors (99.9 %) of the estimate (its samples clustered by sampler round, as the
-    # analysis's intervals) and of the truth (the spread of the plain run's chunks).  Without the correction (NK_PROF_SELFTIME=0) phase m must read too much, beyond the same
-    # tolerance: else this test could not tell.
+    # Issue 13: the pagefault sampler counts visits in time, so the profiler's own work in a thread (two recorded
+    # mallocs and frees a step under --small-blocks) stretches that thread's phase and its weight.  Each sample's
+    # weight is scaled by the chance that the program at its own speed would have made the visit a sample too
+    # (pf_self.h: 1 - f for a page revisited within a round, f the thread's share of time inside the profiler).
+    # selftime_prog alternates phase p (sweeps of one array with a computation a step) and phase m (the same, plus
+    # the mallocs and frees): the truth is each phase's share of the program's own time, its thread CPU time run
+    # plain.  The tolerance: 3.29 standard errors (99.9 %) of the estimate (its samples clustered by sampler
+    # round, as the analysis's intervals) and of the truth (the spread of the plain run's chunks).  Without the
+    # correction (NK_PROF_SELFTIME=0) phase m must read too much, beyond the same tolerance: else this test could
+    # not tell.
     if not args.stprog:
         print("SKIP: no --stprog")
         sys.exit(77)
