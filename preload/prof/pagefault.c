@@ -23,6 +23,12 @@
  * probability at the time: summed, the weights estimate page visits.
  *
  * Design:
+ *  - Weights in the program's time (issue 13): visits are counted on the sampler's clock, so a thread slowed
+ *    by the profiler itself (recorded small-block mallocs and frees, its fault handling) made more visits
+ *    than it would have at its own speed.  Each thread adds up its time inside the profiler; a sample's
+ *    weight is scaled by the chance that the visit would have been a sample at the program's speed,
+ *    1 - f^(1 + floor(latency / period)), f the profiler's share of the time since the page's last visit by
+ *    the thread (pf_fault.c, pf_self.h; docs/profile.md "The profiler's own time").
  *  - The revoked-page table is open addressing with a bounded probe window
  *    (PF_PROBE slots after the hash): no tombstones, a lookup reads at most
  *    PF_PROBE keys, a delete just clears the key.  A key is page | state;
