@@ -11,8 +11,9 @@
  * page the same thread sampled last, pf_fault.c takes the share of exactly the time since (pf_self_share).
  * Ratios of whole intervals between samples, not a window ending at the sample: samples come right after the
  * sampler's round, often right after the thread waited for its cpu, and a window decaying through that wait
- * read 0.44 where the profiler took 0.55 of the thread's time (tests/prof selftime on a loaded host).  Time the thread waits for a cpu falls inside hooks and outside them
- * alike (as often as it runs there): f is the profiler's share of the thread's time either way.
+ * read 0.44 where the profiler took 0.55 of the thread's time (tests/prof selftime on a loaded host).  Time
+ * the thread waits for a cpu falls inside hooks and outside them alike (as often as it runs there): f is the
+ * profiler's share of the thread's time either way.
  */
 #ifndef NK_PRELOAD_PROF_PF_SELF_H
 #define NK_PRELOAD_PROF_PF_SELF_H
