@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import partdump  # noqa: E402
@@ -31,7 +32,7 @@ def check(cond, what):
         raise Fail(what)
 
 
-def run(args, d, prog, extra_env=None, preload=True):
+def run(args, d, prog, extra_env=None, preload=True, timeout=20):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("NK_PROF_"):
@@ -42,7 +43,7 @@ def run(args, d, prog, extra_env=None, preload=True):
         env["NK_PROF_DIR"] = d
         env["NK_PROF_SAMPLER"] = "none"
     env.update(extra_env or {})
-    p = subprocess.run(prog, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+    p = subprocess.run(prog, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     return p
 
 
@@ -418,7 +419,7 @@ def selftime_run(args, d, env, profiled=True):
     sub = tempfile.mkdtemp(dir=d) if profiled else None
     env = dict({"NK_PROF_SMALL_BLOCKS": "1", "NK_PROF_RATE": "20000", "NK_PROF_MAX_OVERHEAD": "100",
                 "NK_PROF_SAMPLER": "pagefault"}, **env) if profiled else {}
-    p = run(args, sub if profiled else None, [args.stprog], env, preload=profiled)
+    p = run(args, sub if profiled else None, [args.stprog], env, preload=profiled, timeout=60)
     check(p.returncode == 0, "selftime_prog: %d %s" % (p.returncode, p.stderr))
     lines = [ln.split() for ln in p.stdout.decode().splitlines()]
     arr = [(int(v[1], 16), int(v[2])) for v in lines if v[0] == "a"][0]
@@ -484,7 +485,22 @@ def t_selftime(args, d):
     truth_se = math.sqrt(sp ** 2 * var["m"] + sm ** 2 * var["p"]) / (sm + sp) ** 2
     out = {}
     for name, env in (("corrected", {}), ("uncorrected", {"NK_PROF_SELFTIME": "0"})):
-        chunks, end, smp = selftime_run(args, d, env)
+        # The truth holds for a thread that ran through its phases: visits are counted by the rounds in which
+        # it ran.  When the host's other work kept it waiting for a cpu a third of a phase or more (seen at a
+        # load of 12 on this 2-core host: phase p ran 8 % of its wall time, m 13 %, and m read 0.59 corrected),
+        # the shares follow the scheduler, not the profiler: try again, and skip after three such runs.
+        for attempt in range(3):
+            chunks, end, smp = selftime_run(args, d, env)
+            ran = min(sum(c[3] for c in chunks if c[0] == ph) /
+                      max(1, sum(c[2] - c[1] for c in chunks if c[0] == ph)) for ph in "mp")
+            if ran >= 2 / 3:
+                break
+            print("%s: the thread ran %.0f %% of a phase's wall time only (the host is busy): again"
+                  % (name, 100 * ran))
+            time.sleep(2)
+        else:
+            print("SKIP: the host kept selftime_prog waiting for a cpu in 3 runs")
+            sys.exit(77)
         st = end["pagefault"]["selftime"]
         period = end["pagefault"]["period_ns"]
         share, se, w, rounds = phase_share(chunks, smp, period)
