@@ -486,14 +486,15 @@ def t_selftime(args, d):
     out = {}
     for name, env in (("corrected", {}), ("uncorrected", {"NK_PROF_SELFTIME": "0"})):
         # The truth holds for a thread that ran through its phases: visits are counted by the rounds in which
-        # it ran.  When the host's other work kept it waiting for a cpu a third of a phase or more (seen at a
+        # it ran.  When the host's other work kept it waiting for a cpu half of a phase or more (seen at a
         # load of 12 on this 2-core host: phase p ran 8 % of its wall time, m 13 %, and m read 0.59 corrected),
-        # the shares follow the scheduler, not the profiler: try again, and skip after three such runs.
+        # the shares follow the scheduler, not the profiler: try again, and skip after three such runs (at 2/3 the
+        # suite's own -j2 run skipped it; between half and all, m read 0.50-0.56 for 0.50).
         for attempt in range(3):
             chunks, end, smp = selftime_run(args, d, env)
             ran = min(sum(c[3] for c in chunks if c[0] == ph) /
                       max(1, sum(c[2] - c[1] for c in chunks if c[0] == ph)) for ph in "mp")
-            if ran >= 2 / 3:
+            if ran >= 1 / 2:
                 break
             print("%s: the thread ran %.0f %% of a phase's wall time only (the host is busy): again"
                   % (name, 100 * ran))
@@ -508,8 +509,8 @@ def t_selftime(args, d):
         tol = 3.29 * math.sqrt(se ** 2 + truth_se ** 2)
         out[name] = (share, tol)
         print("%s: phase m %.3f of %d samples (weight %d, %d rounds), truth %.3f (+-%.3f at 99.9 %%), wall m %.0f ms"
-              " p %.0f ms, END selftime %s" % (name, share, len(smp), w, rounds, truth, tol, wall["m"] / 1e6,
-                                               wall["p"] / 1e6, st))
+              " p %.0f ms (the thread ran %.0f %% of it at least), END selftime %s"
+              % (name, share, len(smp), w, rounds, truth, tol, wall["m"] / 1e6, wall["p"] / 1e6, 100 * ran, st))
         check(rounds >= 20, "%s: samples in %d rounds only" % (name, rounds))
         if name == "corrected":
             check(st["on"] == 1 and st["samples"] > 0 and 0 < st["mean_f_ppm"] <= st["max_f_ppm"] <= 937500
