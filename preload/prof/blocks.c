@@ -16,6 +16,22 @@
 #pragma weak nkp_pf_new_block
 #pragma weak nkp_pf_pin
 #pragma weak nkp_pf_unpin
+#pragma weak nkp_pf_self_begin
+#pragma weak nkp_pf_self_end
+
+/* The profiler's own time in the calling thread (issue 13), for the pagefault sampler (pf_fault.c), which scales
+ * the thread's samples: the hook's start, which is also its event's time (the block is live from before it to
+ * after it), and its end, one clock read (vDSO) more per recorded malloc or free, only under that sampler. */
+static uint64_t self_begin(void)
+{
+	return nkp.sampler == NK__SAMPLER_PAGEFAULT && nkp_pf_self_begin ? nkp_pf_self_begin() : 0;
+}
+
+static void self_end(uint64_t t0)
+{
+	if (t0)
+		nkp_pf_self_end(t0);
+}
 
 /* ---------------------------------------------------------------- small blocks (issue 19)
  *
@@ -125,9 +141,9 @@ static void stab_delete(struct sblk *b)
 	}
 }
 
-/* Forget the small block at @p a, if it is in the set: a FREE event for a recorded one; for a pinned one, its
- * size (the caller unpins its pages), else 0.  nkp_blk_lock held. */
-static size_t small_free_locked(uintptr_t a)
+/* Forget the small block at @p a, if it is in the set: a FREE event (at @p now, 0: read the clock) for a
+ * recorded one; for a pinned one, its size (the caller unpins its pages), else 0.  nkp_blk_lock held. */
+static size_t small_free_locked(uintptr_t a, uint64_t now)
 {
 	struct sblk *b = stab_find(a);
 	size_t pinned = 0;
@@ -137,7 +153,7 @@ static size_t small_free_locked(uintptr_t a)
 		pinned = b->size;
 		pinned_live--;
 	} else {
-		struct nk__nkp_block e = { .addr = a, .time_ns = nkp_now(), .tid = nkp_tid() };
+		struct nk__nkp_block e = { .addr = a, .time_ns = now ? now : nkp_now(), .tid = nkp_tid() };
 		sbuf_put(&e);
 		small_frees++;
 	}
@@ -183,6 +199,7 @@ static void pin_span(uintptr_t a, size_t n, int pin)
 
 void nkp_small_here(void *p, size_t n, uint32_t kind)
 {
+	uint64_t t_in = self_begin();
 	STACK(fr, nfr);
 	uintptr_t a = (uintptr_t)p, ps = (uintptr_t)nkp.page_size, nlo = 0, nhi = 0;
 	int skip = 0, arm = 0, pin = 0;
@@ -192,8 +209,8 @@ void nkp_small_here(void *p, size_t n, uint32_t kind)
 	uint32_t site = nkp_site_of(fr, nfr, &skip);
 	if (!site)
 		goto out;
-	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = nkp_now(), .tid = nkp_tid(),
-			   .kind = kind };
+	struct sblk nb = { .addr = a, .size = (uint32_t)n, .site = site, .time_ns = t_in ? t_in : nkp_now(),
+			   .tid = nkp_tid(), .kind = kind };
 	if (skip) { /* someone else's block: pinned, not recorded */
 		nb.kind |= SBLK_PINNED;
 		if (stab_put(&nb, &unpin) == 0) {
@@ -219,6 +236,7 @@ out:
 		pin_span(a, n, 1);
 	if (arm) /* the new pages, like a new block: their first touch may be sampled */
 		nkp_pf_new_block(nlo, nhi - nlo);
+	self_end(t_in);
 }
 
 /* free()/realloc() of @p p: 1 when it was a recorded small block (now forgotten). */
@@ -226,12 +244,14 @@ void nkp_maybe_small_free(void *p)
 {
 	if (!p || !nkp.active || !atomic_load_explicit(&n_small, memory_order_relaxed) || nkp_busy())
 		return;
+	uint64_t t_in = self_begin();
 	nkp_enter();
 	pthread_mutex_lock(&nkp_blk_lock);
-	size_t unpin = small_free_locked((uintptr_t)p);
+	size_t unpin = small_free_locked((uintptr_t)p, t_in);
 	pthread_mutex_unlock(&nkp_blk_lock);
 	nkp_leave();
 	pin_span((uintptr_t)p, unpin, 0);
+	self_end(t_in);
 }
 
 int nkp_want_small(size_t n)

@@ -23,6 +23,12 @@
  * probability at the time: summed, the weights estimate page visits.
  *
  * Design:
+ *  - Weights in the program's time (issue 13): visits are counted on the sampler's clock, so a thread slowed
+ *    by the profiler itself (recorded small-block mallocs and frees, its fault handling) made more visits
+ *    than it would have at its own speed.  Each thread adds up its time inside the profiler; a sample's
+ *    weight is scaled by the chance that the visit would have been a sample at the program's speed,
+ *    1 - f^(1 + floor(latency / period)), f the profiler's share of the time since the page's last visit by
+ *    the thread (pf_fault.c, pf_self.h; docs/profile.md "The profiler's own time").
  *  - The revoked-page table is open addressing with a bounded probe window
  *    (PF_PROBE slots after the hash): no tombstones, a lookup reads at most
  *    PF_PROBE keys, a delete just clears the key.  A key is page | state;
@@ -163,6 +169,9 @@ atomic_ulong pf_trap_ns = PF_FAULT_NS;
 atomic_ulong pf_probes, pf_stretched; /* probe faults taken; rounds run at a period stretched by the cost cap */
 _Atomic uintptr_t pf_probe_page;     /* the sampler thread's own page, 0 none */
 _Atomic uint64_t pf_probe_in, pf_probe_out; /* the probe fault's handler: entry and exit */
+atomic_int pf_self_on = 1;   /* weights corrected for the profiler's own time (NK_PROF_SELFTIME=0: not) */
+atomic_ulong pf_self_n, pf_self_f_sum, pf_self_f_max, pf_self_w_in, pf_self_w_out;
+atomic_uint pf_clock_ns;     /* one read of nkp_now's clock, measured at start */
 
 /* The members: groups of up to PF_GROUP pages.  Under pf_lock. */
 struct pf_member pf_mem[PF_MEMBERS];
@@ -230,6 +239,18 @@ size_t nkp_pf_end_json(char *buf, size_t cap)
 	nkp_end_put_kv(buf, cap, &n, "first_touch_present", atomic_load(&pf_ft_present), 0);
 	nkp_end_put_kv(buf, cap, &n, "busy", atomic_load(&pf_busy), 0);
 	nkp_end_put_kv(buf, cap, &n, "retries", atomic_load(&pf_retries), 0);
+	/* The correction of the weights for the profiler's own time (docs/profile.md, "the profiler's own time"):
+	 * samples scaled (f > 0), mean and largest f in ppm, the summed weights before and after. */
+	uint64_t sn = atomic_load(&pf_self_n);
+	nkp_end_put(buf, cap, &n, ", \"selftime\": {");
+	nkp_end_put_kv(buf, cap, &n, "on", (uint64_t)atomic_load(&pf_self_on), 1);
+	nkp_end_put_kv(buf, cap, &n, "samples", sn, 0);
+	nkp_end_put_kv(buf, cap, &n, "mean_f_ppm", sn ? atomic_load(&pf_self_f_sum) / sn : 0, 0);
+	nkp_end_put_kv(buf, cap, &n, "max_f_ppm", atomic_load(&pf_self_f_max), 0);
+	nkp_end_put_kv(buf, cap, &n, "weight_before", atomic_load(&pf_self_w_in), 0);
+	nkp_end_put_kv(buf, cap, &n, "weight_after", atomic_load(&pf_self_w_out), 0);
+	nkp_end_put_kv(buf, cap, &n, "clock_ns", atomic_load(&pf_clock_ns), 0);
+	nkp_end_put(buf, cap, &n, "}");
 	nkp_end_put(buf, cap, &n, "}");
 	buf[n] = 0;
 	return n;

@@ -26,6 +26,7 @@
 
 #include "os/os.h"
 #include "endjson.h"
+#include "pf_self.h"
 #include "prof.h"
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_POINTER_LOCK_FREE == 2,
@@ -87,6 +88,12 @@ extern PF_HIDDEN atomic_uint pf_period_ns;
 extern PF_HIDDEN atomic_ulong pf_trap_ns, pf_probes, pf_stretched;
 extern PF_HIDDEN _Atomic uintptr_t pf_probe_page;
 extern PF_HIDDEN _Atomic uint64_t pf_probe_in, pf_probe_out;
+/* The profiler's own time in each thread (pf_self.h, pf_fault.c): NK_PROF_SELFTIME=0 turns the correction of
+ * the weights off (read at start).  END "selftime": samples whose weight was scaled, the sum of their f and the
+ * largest (parts per million), the summed weights before and after, and the price of a clock read. */
+extern PF_HIDDEN atomic_int pf_self_on;
+extern PF_HIDDEN atomic_ulong pf_self_n, pf_self_f_sum, pf_self_f_max, pf_self_w_in, pf_self_w_out;
+extern PF_HIDDEN atomic_uint pf_clock_ns; /* the price of one nkp_now() (END selftime.clock_ns) */
 #define PF_PERIOD_NS 10000000u      /* a round every 10 ms, */
 #define PF_PERIOD_MAX_NS 1000000000u /* stretched up to a second when one member group costs too much */
 

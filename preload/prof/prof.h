@@ -223,6 +223,13 @@ void nkp_pf_new_block(uintptr_t addr, size_t len);
 /** In the child after fork: the sampler thread did not survive; start again. */
 void nkp_pf_after_fork(void);
 /**
+ * blocks.c (with --small-blocks), around the recording of a malloc or free: the calling thread's time inside
+ * the profiler, whose share scales its samples' weights (pf_fault.c, pf_self.h).  begin returns the start
+ * (nkp_now; 0: not counted), end takes it.  AS-safe.
+ */
+uint64_t nkp_pf_self_begin(void);
+void nkp_pf_self_end(uint64_t t0);
+/**
  * io.c, around one call through which the kernel reads (@p access NK__ACC_READ: write(2)-like) or writes
  * (NK__ACC_WRITE: read(2)-like) the span [start, end): give back access there, as nkp_pf_prepare_io, and
  * keep the sampler from revoking pages of the span until nkp_pf_io_end(token) after the call (else the

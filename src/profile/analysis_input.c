@@ -271,6 +271,20 @@ int nk__an_read_header(struct ctx *c)
 			pf_stretched += st;
 			pf_period = per > pf_period ? per : pf_period;
 		}
+		/* The weights scaled for the profiler's own time (issue 13, END pagefault.selftime): say how much when
+		 * it took a tenth of the weight or more (the profiler slowed some thread that much). */
+		json_t *self = json_is_object(pf) ? json_object_get(pf, "selftime") : NULL;
+		uint64_t w_in = 0, w_out = 0, n_self = 0, f_max = 0;
+		if (json_is_object(self) && json_u64(self, "weight_before", &w_in) && json_u64(self, "weight_after", &w_out) &&
+		    json_u64(self, "samples", &n_self) && json_u64(self, "max_f_ppm", &f_max) && w_in && w_out * 10 < w_in * 9 &&
+		    nk__an_warn(a, nk__aprintf("process %u: the profiler's own work (recording small blocks, handling faults) "
+					       "slowed its threads: %llu pagefault samples weigh %.0f %% less for it, up to "
+					       "%.0f %% for one (docs/profile.md, \"The profiler's own time\")",
+					       pd->info.pid, (unsigned long long)n_self, 100.0 * (double)(w_in - w_out) / (double)w_in,
+					       (double)f_max / 1e4))) {
+			json_decref(end);
+			return NK_ENOMEM;
+		}
 		json_decref(end);
 		if (rc)
 			return rc;

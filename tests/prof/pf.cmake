@@ -26,6 +26,13 @@ target_link_libraries(pf_unit PRIVATE numakit_rtsupport Threads::Threads ${CMAKE
 add_test(NAME unit.prof.pf.unit COMMAND pf_unit)
 set_tests_properties(unit.prof.pf.unit PROPERTIES LABELS unit TIMEOUT 60)
 
+# pf_self_unit.c tests the arithmetic of the correction for the profiler's own time (preload/prof/pf_self.h).
+add_executable(pf_self_unit pf_self_unit.c)
+target_include_directories(pf_self_unit PRIVATE ${PROJECT_SOURCE_DIR}/preload/prof)
+target_link_libraries(pf_self_unit PRIVATE m)
+add_test(NAME unit.prof.pf.self COMMAND pf_self_unit)
+set_tests_properties(unit.prof.pf.self PROPERTIES LABELS unit TIMEOUT 60)
+
 # First touches made inside a library name the program's own line (issue 16; preload/prof/callers.c, the
 # analysis's nk__an_ft_caller): caller_prog.c calls memset and memcpy through the PLT, as a benchmark does;
 # -O2 with the size read through a volatile, so that they are calls, not inline stores.
