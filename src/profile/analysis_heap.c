@@ -14,6 +14,20 @@ static int cmp_blk(const void *x, const void *y)
 	return c ? c : NK__CMP(a->born, b->born);
 }
 
+/* Frees by (address, time, record order), through an index array (qsort has no context argument; the
+ * analysis of one process runs on one thread, so the base is set around the one qsort that uses it). */
+static _Thread_local const struct nk__nkp_free *free_order_base;
+
+static int cmp_free_order(const void *x, const void *y)
+{
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	const struct nk__nkp_free *a = &free_order_base[i], *b = &free_order_base[j];
+	int c;
+	if ((c = NK__CMP(a->addr, b->addr)) || (c = NK__CMP(a->time_ns, b->time_ns)))
+		return c;
+	return NK__CMP(i, j);
+}
+
 int nk__an_build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *pc)
 {
 	size_t n = 0, ns = 0;
@@ -44,27 +58,42 @@ int nk__an_build_blocks(const struct nk__nkp_process_data *pd, struct proc_ctx *
 		if (al->size > pc->max_len)
 			pc->max_len = al->size;
 	}
-	/* Frees: the block of that address born last before the free and still live. */
+	/* Frees: the block of that address born last before the free and still live.  Per address, the blocks
+	 * (sorted by birth) and the frees (sorted by time) are merged: a block is pushed when it is born, a free
+	 * pops the last one pushed.  A program that mallocs and frees one chunk over and over (the same address
+	 * 10^5-10^6 times) made the scan of every block of that address per free quadratic: minutes. */
 	qsort(pc->blks, pc->n_blks, sizeof(*pc->blks), cmp_blk);
-	for (size_t f = 0; f < pd->n_frees; f++) {
-		const struct nk__nkp_free *fr = &pd->frees[f];
-		size_t lo = 0, hi = pc->n_blks;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (pc->blks[mid].lo < fr->addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		struct blk *best = NULL;
-		for (size_t i = lo; i < pc->n_blks && pc->blks[i].lo == fr->addr; i++)
-			if (pc->blks[i].born <= fr->time_ns && pc->blks[i].died == UINT64_MAX)
-				best = &pc->blks[i];
-		if (best) {
-			best->died = fr->time_ns;
-			best->ftid = fr->tid;
+	size_t *fo = malloc((pd->n_frees ? pd->n_frees : 1) * sizeof(*fo));
+	size_t *stack = malloc((pc->n_blks ? pc->n_blks : 1) * sizeof(*stack));
+	if (!fo || !stack) {
+		free(fo);
+		free(stack);
+		return NK_ENOMEM;
+	}
+	for (size_t f = 0; f < pd->n_frees; f++)
+		fo[f] = f;
+	free_order_base = pd->frees;
+	qsort(fo, pd->n_frees, sizeof(*fo), cmp_free_order);
+	free_order_base = NULL;
+	size_t b = 0;
+	for (size_t f = 0; f < pd->n_frees;) {
+		uint64_t addr = pd->frees[fo[f]].addr;
+		while (b < pc->n_blks && pc->blks[b].lo < addr)
+			b++;
+		size_t top = 0;
+		for (; f < pd->n_frees && pd->frees[fo[f]].addr == addr; f++) {
+			const struct nk__nkp_free *fr = &pd->frees[fo[f]];
+			while (b < pc->n_blks && pc->blks[b].lo == addr && pc->blks[b].born <= fr->time_ns)
+				stack[top++] = b++;
+			if (top) {
+				struct blk *best = &pc->blks[stack[--top]];
+				best->died = fr->time_ns;
+				best->ftid = fr->tid;
+			}
 		}
 	}
+	free(fo);
+	free(stack);
 	(void)max_id;
 	return 0;
 }

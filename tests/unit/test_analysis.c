@@ -1297,6 +1297,41 @@ static void test_demo_report(void **state)
 	pb_free(&b);
 }
 
+/* A chunk malloc'ed and freed over and over at one address (selftime_prog under --small-blocks: 720k events):
+ * every free closes the block born last before it, and the matching is not quadratic (it took minutes: the
+ * ctest timeout fails this test if it comes back).  Out-of-order records of two threads are matched by time. */
+static void test_free_reuse(void **state)
+{
+	(void)state;
+	struct pbuild b;
+	pb_init(&b, NULL, 1);
+	pb_site(&b, 1, 0x401000);
+	const uint64_t addr = 0x10000000, n = 600000; /* quadratic: about 6 minutes here, past the 120 s timeout */
+	for (uint64_t i = 0; i < n; i++) {
+		pb_alloc(&b, addr, 4096, 1000 + 10 * i + 1, 1, (uint32_t)(i + 1));
+		if (i + 1 < n)
+			pb_free_rec(&b, addr, 1000 + 10 * i + 5, (uint32_t)(i + 1));
+	}
+	/* a second address: two live blocks at once, their frees recorded in reverse order */
+	pb_alloc(&b, addr + 8192, 4096, 100, 1, (uint32_t)(n + 1));
+	pb_free_rec(&b, addr + 8192, 300, (uint32_t)(n + 1));
+	pb_alloc(&b, addr + 8192, 4096, 200, 1, (uint32_t)(n + 2));
+	/* (a realloc in place at the same address; the later free record comes first) */
+	pb_free_rec(&b, addr + 8192, 250, (uint32_t)(n + 2));
+	pb_sample(&b, 1000 + 10 * (n - 1) + 2, addr + 64, 0x400a00, 0, 0, 0, NK__ACC_WRITE, 0);
+	struct nk__analysis *a = analyze(&b);
+	const struct nk__an_var *v = NULL;
+	for (size_t i = 0; i < a->n_vars; i++)
+		if (a->vars[i].site)
+			v = &a->vars[i];
+	assert_non_null(v);
+	assert_int_equal(v->site_blocks, n + 2);
+	assert_int_equal(v->site_live, 1);  /* the last block at addr is never freed */
+	assert_int_equal(v->site_peak, 2);  /* the two at addr + 8192 between 200 and 250 */
+	nk__analysis_free(a);
+	pb_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1319,6 +1354,7 @@ int main(void)
 		cmocka_unit_test(test_demo_report),
 		cmocka_unit_test(test_symbolised),
 		cmocka_unit_test(test_first_touch_caller),
+		cmocka_unit_test(test_free_reuse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
