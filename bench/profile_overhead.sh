@@ -24,10 +24,13 @@ NK=$BUILD/cli/numakit
 [ -x "$NK" ] || { echo "profile_overhead: $NK not built" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/nkprof-bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-K=$TMP/prof_kernels
-${CC:-cc} -O2 -g -fopenmp "$HERE/prof_kernels.c" -o "$K" ||
+# KERNELS: a prof_kernels built elsewhere (a machine without a compiler, e.g. the 16-core device)
+K=${KERNELS:-$TMP/prof_kernels}
+[ -n "${KERNELS:-}" ] || ${CC:-cc} -O2 -g -fopenmp "$HERE/prof_kernels.c" -o "$K" ||
     { echo "profile_overhead: cannot build prof_kernels.c with ${CC:-cc} -fopenmp" >&2; exit 2; }
-command -v /usr/bin/time >/dev/null || { echo "profile_overhead: needs GNU time (/usr/bin/time)" >&2; exit 2; }
+# GNU time gives the peak RSS; without it (a bare machine) the RSS columns read 0
+TIMEV=(/usr/bin/time -f %M -o "$TMP/rss")
+[ -x /usr/bin/time ] || { TIMEV=(); echo "profile_overhead: no /usr/bin/time: RSS not measured" >&2; }
 
 now() { date +%s%N; }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
@@ -37,16 +40,17 @@ run() {
     local kind=$1 label=$2 t0 t1
     shift 2
     t0=$(now)
+    echo 0 >"$TMP/rss"
     if [ "$kind" = plain ]; then
-        /usr/bin/time -f %M -o "$TMP/rss" "$K" "$@" >/dev/null
+        "${TIMEV[@]}" "$K" "$@" >/dev/null
     else
-        /usr/bin/time -f %M -o "$TMP/rss" "$NK" profile --quiet --sampler "${SAMPLER:-pagefault}" -o "$TMP/$label.nkp" -- \
+        "${TIMEV[@]}" "$NK" profile --quiet --sampler "${SAMPLER:-pagefault}" -o "$TMP/$label.nkp" -- \
             "$K" "$@" >/dev/null
     fi
     t1=$(now)
     echo $(( t1 - t0 )) >>"$TMP/$label.t"
     if [ "$kind" != plain ]; then
-        "$NK" report --json "$TMP/$label.nkp" | python3 -c 'import json, sys; print(json.load(sys.stdin)["wall_ns"])' \
+        "$NK" report --json "$TMP/$label.nkp" | grep -o '"wall_ns": *[0-9]*' | head -1 | grep -o '[0-9]*$' \
             >>"$TMP/$label.w"
     fi
     tail -1 "$TMP/rss" >>"$TMP/$label.m"
