@@ -34,9 +34,9 @@
  *   marked NK_DEPRECATED("what to use instead") for at least a minor release,
  *   and a program using it gets a compiler warning, which defining
  *   NUMAKIT_DISABLE_DEPRECATE_WARNINGS before the include silences.
- *   Experimental (numakit/job.h, profile.h, advice.h: jobs and rank layouts,
- *   the profiler and its hooks, rank mappings, placement plans, advise,
- *   whatif): declared only when NUMAKIT_EXPERIMENTAL is defined before the
+ *   Experimental (numakit/job.h, profile.h, advice.h, heap.h: jobs and rank
+ *   layouts, the profiler and its hooks, rank mappings, placement plans,
+ *   advise, whatif, heaps placed by a policy): declared only when NUMAKIT_EXPERIMENTAL is defined before the
  *   include (`#define NUMAKIT_EXPERIMENTAL` or -DNUMAKIT_EXPERIMENTAL), as
  *   zstd.h does with ZSTD_STATIC_LINKING_ONLY.  They are exported like the
  *   stable ones, but may change in any release: use them from code built
@@ -70,3 +70,4 @@
 #include "numakit/job.h"
 #include "numakit/profile.h"
 #include "numakit/advice.h"
+#include "numakit/heap.h"
