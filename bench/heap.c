@@ -4,8 +4,12 @@
  *   heap_bench [ROUNDS]     (default 20; built as BUILD/bench/heap_bench, run by bench/heap.sh)
  *
  * Two workloads, each a round of N allocations of cycling sizes, the first byte of every page written, then
- * N frees in allocation order; ns per allocation+free pair, the best of the rounds:
+ * N frees in allocation order; ns per allocation+free pair (the thread's cpu time: the figures hold on a
+ * shared machine, where wall time measures the other jobs), the best of the rounds, and page faults per
+ * pair over all rounds (a heap that gives its pages back pays them again at the next round):
  *   small   16-256 B (N = 20000)       medium  4-64 KiB (N = 2000)
+ * and the medium one again without writing ("untouched": the allocator's own cost, without the page faults
+ * that returned pages cost again, which vary with jemalloc's decay from run to run).
  * Allocators:
  *   glibc          malloc/free (checked to be libc's: jemalloc is linked after libc here);
  *   je-arena       jemalloc used directly: mallocx/dallocx on an arena of its own (arenas.create, default
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,7 +50,7 @@ static size_t page;
 static double now(void)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -91,10 +96,22 @@ static void do_free(int a, void *p, size_t n)
 	}
 }
 
-/* ns per allocation+free pair: the best of @p rounds rounds of @p n objects of sizes lo..hi (step). */
-static double run(int a, size_t n, size_t lo, size_t hi, size_t step, int rounds, void **objs, size_t *sizes)
+static long faults(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/*
+ * ns per allocation+free pair: the best of @p rounds rounds of @p n objects of sizes lo..hi (step); page
+ * faults per pair over all rounds into *pf.
+ */
+static double run(int a, size_t n, size_t lo, size_t hi, size_t step, int rounds, void **objs, size_t *sizes,
+		  double *pf, int touch)
 {
 	double best = 1e30;
+	long f0 = faults();
 	for (size_t i = 0; i < n; i++)
 		sizes[i] = lo + (i * step) % (hi - lo + 1);
 	for (int r = 0; r < rounds; r++) {
@@ -105,7 +122,7 @@ static double run(int a, size_t n, size_t lo, size_t hi, size_t step, int rounds
 				fprintf(stderr, "heap_bench: %s: allocation of %zu bytes failed\n", names[a], sizes[i]);
 				exit(1);
 			}
-			for (size_t k = 0; k < sizes[i]; k += page)
+			for (size_t k = 0; touch && k < sizes[i]; k += page)
 				p[k] = (char)i;
 			objs[i] = p;
 		}
@@ -115,6 +132,7 @@ static double run(int a, size_t n, size_t lo, size_t hi, size_t step, int rounds
 		if (ns < best)
 			best = ns;
 	}
+	*pf = (double)(faults() - f0) / ((double)n * rounds);
 	return best;
 }
 
@@ -171,21 +189,24 @@ int main(int argc, char **argv)
 		return 1;
 	printf("heap_bench: %d node(s), best of %d rounds, ns per allocation+free (first byte of each page written)\n",
 	       nk_machine_num_nodes(m), rounds);
-	printf("%-12s %12s %8s %12s %8s\n", "allocator", "small", "ratio", "medium", "ratio");
-	double small[A_COUNT], med[A_COUNT];
+	printf("%-12s %10s %7s %7s %10s %7s %7s %10s %7s\n", "allocator", "small ns", "ratio", "faults", "medium ns",
+	       "ratio", "faults", "untouched", "ratio");
+	double small[A_COUNT], med[A_COUNT], fs[A_COUNT], fm[A_COUNT], mu[A_COUNT], fu;
 	for (int a = 0; a < A_COUNT; a++) {
 		/* numa_alloc_onnode costs microseconds: fewer objects, the same per-pair figure */
 		size_t ns = a == A_NUMA ? NSMALL / 10 : NSMALL, nm = a == A_NUMA ? NMED / 4 : NMED;
 		int r = a == A_NUMA ? (rounds + 4) / 5 : rounds;
-		small[a] = run(a, ns, 16, 256, 16, r, objs, sizes);
-		med[a] = run(a, nm, 4096, 65536, 4096, r, objs, sizes);
+		small[a] = run(a, ns, 16, 256, 16, r, objs, sizes, &fs[a], 1);
+		med[a] = run(a, nm, 4096, 65536, 4096, r, objs, sizes, &fm[a], 1);
+		mu[a] = run(a, nm, 4096, 65536, 4096, r, objs, sizes, &fu, 0);
 	}
 	for (int a = 0; a < A_COUNT; a++)
-		printf("%-12s %12.1f %8.2f %12.1f %8.2f\n", names[a], small[a], small[a] / small[A_JETC], med[a],
-		       med[a] / med[A_JETC]);
-	printf("nk_heap / je-arena+tc: small %.2fx, medium %.2fx; numa_alloc_onnode / nk_heap: small %.0fx, medium %.0fx\n",
-	       small[A_NK] / small[A_JETC], med[A_NK] / med[A_JETC], small[A_NUMA] / small[A_NK],
-	       med[A_NUMA] / med[A_NK]);
+		printf("%-12s %10.1f %7.2f %7.3f %10.1f %7.2f %7.2f %10.1f %7.2f\n", names[a], small[a],
+		       small[a] / small[A_JETC], fs[a], med[a], med[a] / med[A_JETC], fm[a], mu[a], mu[a] / mu[A_JETC]);
+	printf("nk_heap / je-arena+tc: small %.2fx, medium %.2fx, untouched %.2fx; nk_heap / je-arena: small %.2fx, "
+	       "medium %.2fx; numa_alloc_onnode / nk_heap: small %.0fx, medium %.0fx\n",
+	       small[A_NK] / small[A_JETC], med[A_NK] / med[A_JETC], mu[A_NK] / mu[A_JETC], small[A_NK] / small[A_JE],
+	       med[A_NK] / med[A_JE], small[A_NUMA] / small[A_NK], med[A_NUMA] / med[A_NK]);
 	nk_heap_destroy(heap_cyc);
 	nk_heap_destroy(heap_bind);
 	nk_machine_free(m);

@@ -76,19 +76,20 @@ typedef struct nk_heap nk_heap;
 /** At most this many nodes in nk_heap_stats. */
 #define NK_HEAP_STATS_NODES 64
 
-/** What nk_heap_stats_get() reports.  Byte counts of live objects are counted by every thread as it goes. */
+/** What nk_heap_stats_get() reports.  Counts are kept by every thread as it goes; live bytes are the allocator's. */
 typedef struct nk_heap_stats {
 	uint64_t reserved;        /**< bytes of address space reserved: the heap's capacity */
 	uint64_t mapped;          /**< bytes of the reservation handed to the allocator so far (metadata included) */
 	uint64_t committed;       /**< of those, bytes the allocator holds committed (in use or cached free) */
 	uint64_t resident;        /**< bytes resident now (pages touched): the sum of node_bytes */
 	uint64_t objects;         /**< live objects */
-	uint64_t usable;          /**< usable bytes of the live objects (nk_heap_usable_size summed) */
+	uint64_t usable;          /**< bytes of size classes handed out: the live objects' usable sizes, and free
+				       objects waiting in threads' caches (at most a few hundred KiB per thread) */
 	uint64_t allocs;          /**< allocations made (a realloc counts one, and frees one) */
 	uint64_t frees;           /**< frees made */
 	uint64_t requested_total; /**< bytes asked for over every allocation made */
 	uint64_t usable_total;    /**< bytes given for them (size classes round up) */
-	double fragmentation;     /**< share of the resident bytes no live object uses: 1 - usable / resident */
+	double fragmentation;     /**< share of the resident bytes no object uses: 1 - usable / resident (0 if below) */
 	uint64_t unplaced;        /**< bytes whose policy could not be set when committed (fallback to first touch) */
 	size_t nnodes;            /**< entries of node[] and node_bytes[]: the machine's nodes */
 	int node[NK_HEAP_STATS_NODES];            /**< node ids */
