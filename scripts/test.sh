@@ -99,8 +99,8 @@ else
 fi
 
 # ThreadSanitizer for the threaded code: arrays from many threads, concurrent
-# nk_apply, next-touch faults from many threads, the multi-threaded bench.
-TSAN_TESTS="array_threads memory next_touch bench fgdls"
+# nk_apply, next-touch faults from many threads, the multi-threaded bench, heaps used by many threads.
+TSAN_TESTS="array_threads memory next_touch bench fgdls heap"
 if skipped_step tsan; then
     record tsan skip 0 0 1 0
 else
