@@ -11,6 +11,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +332,49 @@ static void test_realloc_contents(void **state)
 	nk_heap_destroy(h);
 }
 
+/*
+ * A full heap: under an address-space limit the heap reserves less (an eighth of the limit: 1 GiB under
+ * 12 GiB), and allocations past its capacity fail with NK_ENOMEM, the heap staying usable.  In a child
+ * process (the limit is the process's); not under the sanitizers, whose shadow memory needs the address space.
+ */
+static void test_full(void **state)
+{
+	NEED_HEAPS();
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	skip();
+#endif
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { .rlim_cur = 12ull << 30, .rlim_max = RLIM_INFINITY };
+		nk_policy *p = NULL;
+		nk_heap *h = NULL;
+		void *a = NULL, *b = NULL, *c = NULL;
+		size_t len = 0;
+		if (setrlimit(RLIMIT_AS, &rl) || nk_policy_parse("bind", &p, NULL) ||
+		    nk_heap_create(machine, p, 0, &h, NULL))
+			_exit(10);
+		if (nk_heap_region(h, NULL, &len) || len != (1u << 30))
+			_exit(11);
+		if (nk_heap_alloc(h, 700u << 20, &a)) /* untouched: costs address space only */
+			_exit(12);
+		if (nk_heap_alloc(h, 700u << 20, &b) != NK_ENOMEM || b)
+			_exit(13);
+		if (nk_heap_alloc(h, 100, &c) || nk_heap_free(h, c)) /* still usable */
+			_exit(14);
+		if (nk_heap_free(h, a) || nk_heap_alloc(h, 700u << 20, &b) || nk_heap_free(h, b))
+			_exit(15); /* the space came back */
+		nk_heap_destroy(h);
+		nk_policy_free(p);
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st))
+		fail_msg("the full-heap child failed at step %d", WEXITSTATUS(st));
+}
+
 /* ---------------------------------------------------------------- threads */
 
 enum { THREADS = 4, PER_THREAD = 20000, HANDOFF = 512 };
@@ -515,7 +560,7 @@ int main(void)
 		cmocka_unit_test(test_without_jemalloc), cmocka_unit_test(test_create_errors),
 		cmocka_unit_test(test_object_errors),    cmocka_unit_test(test_alloc_free),
 		cmocka_unit_test(test_usable_counts),    cmocka_unit_test(test_calloc_aligned),
-		cmocka_unit_test(test_realloc_contents),
+		cmocka_unit_test(test_realloc_contents), cmocka_unit_test(test_full),
 		cmocka_unit_test(test_threads),          cmocka_unit_test(test_many_heaps),
 		cmocka_unit_test(test_placement),
 	};
