@@ -177,6 +177,16 @@ NK_API int nk_heap_usable_size(const nk_heap *h, const void *p, size_t *out);
 NK_API int nk_heap_owns(const nk_heap *h, const void *p);
 
 /**
+ * The live heap whose address range contains @p p, or NULL when no heap's
+ * does (memory from malloc, mmap, the stack, a destroyed heap; and always in
+ * a numakit built without jemalloc).  A scan of the live heaps under the
+ * heaps' registry lock: O(heaps).  The answer is stale once another thread
+ * destroys that heap.
+ * @since 0.2 (experimental)
+ */
+NK_API nk_heap *nk_heap_from(const void *p);
+
+/**
  * The heap's reserved address range: [*addr, *addr + *len).  Page i of the
  * range is page i of the policy's plan (nk_plan_build over this region gives
  * the node of every page).  Either pointer may be NULL.  Errors: NK_EINVAL.

@@ -100,6 +100,10 @@ int nk_heap_owns(const nk_heap *h, const void *p)
 {
 	return NK_ENOSYS;
 }
+nk_heap *nk_heap_from(const void *p)
+{
+	return NULL;
+}
 int nk_heap_region(const nk_heap *h, void **addr, size_t *len)
 {
 	return NK_ENOSYS;
@@ -753,6 +757,20 @@ int nk_heap_owns(const nk_heap *h, const void *p)
 	if (!h)
 		return NK_EINVAL;
 	return owned(h, p);
+}
+
+nk_heap *nk_heap_from(const void *p)
+{
+	struct nk_heap *found = NULL;
+
+	if (!p)
+		return NULL;
+	pthread_mutex_lock(&reg_lock);
+	for (struct nk_heap *h = heaps; h && !found; h = h->next)
+		if (owned(h, p))
+			found = h;
+	pthread_mutex_unlock(&reg_lock);
+	return found;
 }
 
 int nk_heap_region(const nk_heap *h, void **addr, size_t *len)

@@ -96,6 +96,7 @@ static void test_without_jemalloc(void **state)
 	assert_int_equal(nk_heap_usable_size(NULL, p, &n), NK_ENOSYS);
 	assert_int_equal(n, 7);
 	assert_int_equal(nk_heap_owns(NULL, p), NK_ENOSYS);
+	assert_null(nk_heap_from(p));
 	assert_int_equal(nk_heap_region(NULL, NULL, NULL), NK_ENOSYS);
 	assert_int_equal(nk_heap_stats_get(NULL, &st), NK_ENOSYS);
 	nk_heap_destroy(NULL);
@@ -175,6 +176,11 @@ static void test_object_errors(void **state)
 	assert_int_equal(nk_heap_realloc(h, q, 10, NULL), NK_EINVAL);
 	assert_int_equal(nk_heap_realloc(h, q, SIZE_MAX, &p), NK_ENOMEM);
 	assert_ptr_equal(p, (void *)0x1234);
+	assert_ptr_equal(nk_heap_from(q), h);
+	assert_ptr_equal(nk_heap_from((char *)q + 50), h);
+	assert_null(nk_heap_from(foreign));
+	assert_null(nk_heap_from(&local));
+	assert_null(nk_heap_from(NULL));
 	assert_int_equal(nk_heap_owns(h, q), 1);
 	assert_int_equal(nk_heap_owns(other, q), 0);
 	assert_int_equal(nk_heap_owns(h, foreign), 0);
@@ -473,6 +479,7 @@ static void test_many_heaps(void **state)
 				memset(p[i], i, 32);
 				for (int j = 0; j < H; j++)
 					assert_int_equal(nk_heap_owns(hs[j], p[i]), i == j);
+				assert_ptr_equal(nk_heap_from(p[i]), hs[i]);
 				assert_int_equal(nk_heap_free(hs[i], p[i]), 0);
 			}
 		for (int i = 0; i < H; i++) {
