@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "numakit.h"
+#include "numakit/heap.h"
 
 enum { A_GLIBC, A_JE, A_JETC, A_NK, A_NKCYC, A_NUMA, A_COUNT };
 static const char *const names[A_COUNT] = { "glibc", "je-arena", "je-arena+tc", "nk_heap", "nk_heap-cyc", "numa_onnode" };

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * numakit/heap.h: heaps whose memory follows a placement policy (per-node heaps), with a malloc-like
- * interface.  Part of the public API; include <numakit.h>, which includes it (it also compiles alone).
+ * interface.  Part of the public API, in a library of its own: libnumakit_heap (-lnumakit_heap, pkg-config
+ * numakit-heap, CMake numakit::heap), which links libnumakit and is built only where jemalloc is.  Not
+ * included by <numakit.h>: include this header yourself (it includes what it needs of numakit).
  * Conventions (errors, identifiers, thread safety, API tiers): the top of <numakit.h>.
  *
- * API TIER: experimental.  Declared only when NUMAKIT_EXPERIMENTAL is defined before <numakit.h> (or this
- * header) is included.  The functions are exported by libnumakit.so like the stable ones, but their
+ * API TIER: experimental.  Declared only when NUMAKIT_EXPERIMENTAL is defined before this header is
+ * included.  The functions are exported by libnumakit_heap.so (version node NUMAKIT_HEAP_0.2), but their
  * signatures, types and behaviour may change in any release, even a patch release: use them from code
  * built together with the numakit it links.  @since on each function names the release that introduced it.
  */

@@ -4,8 +4,8 @@
  * Why jemalloc, and how it is tied in (the choices of preload/advice/arena.c, which explains them at length,
  * except the first):
  *   - No allocator is written here: a heap is one jemalloc arena (arenas.create with extent hooks).  jemalloc
- *     is a private copy inside libnumakit (Debian's libjemalloc_pic.a joined with this file, every symbol but
- *     nk_heap_* made local: src/CMakeLists.txt), not libjemalloc.so.2 as a DT_NEEDED: that one exports malloc
+ *     is a private copy inside libnumakit_heap, the heaps' own library, never libnumakit (Debian's
+ *     libjemalloc_pic.a joined with this file, every symbol but nk_heap_* made local: src/CMakeLists.txt), not libjemalloc.so.2 as a DT_NEEDED: that one exports malloc
  *     and C++'s operator new, which then preempt libstdc++'s for the libraries loaded after it (the `numakit`
  *     command crashed at start-up inside libLLVM).  The private copy serves only this file's mallocx & co.
  *     with MALLOCX_ARENA; the program's malloc stays what it was, jemalloc included.
@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "numakit.h"
+#include "numakit/heap.h"
 #include "os/os.h"
 #include "policy/plan.h"
 #include "util/error.h"
@@ -63,57 +64,8 @@
 int nk__heap_test_runs;
 
 #ifndef NK_HAVE_JEMALLOC
-
-/* Built without jemalloc (NK_WITH_JEMALLOC=OFF or not found): no heap, every call says so. */
-int nk_heap_create(const nk_machine *m, const nk_policy *p, unsigned flags, nk_heap **out, nk_error *err)
-{
-	return nk__error(err, NK_ENOSYS, "heaps: this numakit was built without jemalloc (NK_WITH_JEMALLOC)");
-}
-void nk_heap_destroy(nk_heap *h)
-{
-}
-int nk_heap_alloc(nk_heap *h, size_t size, void **out)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_calloc(nk_heap *h, size_t n, size_t size, void **out)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_realloc(nk_heap *h, void *p, size_t size, void **out)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_aligned_alloc(nk_heap *h, size_t align, size_t size, void **out)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_free(nk_heap *h, void *p)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_usable_size(const nk_heap *h, const void *p, size_t *out)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_owns(const nk_heap *h, const void *p)
-{
-	return NK_ENOSYS;
-}
-nk_heap *nk_heap_from(const void *p)
-{
-	return NULL;
-}
-int nk_heap_region(const nk_heap *h, void **addr, size_t *len)
-{
-	return NK_ENOSYS;
-}
-int nk_heap_stats_get(const nk_heap *h, nk_heap_stats *out)
-{
-	return NK_ENOSYS;
-}
-
-#else
+#error "src/heap/heap.c is libnumakit_heap, built only with jemalloc (src/CMakeLists.txt)"
+#endif
 
 #include <jemalloc/jemalloc.h>
 
@@ -864,5 +816,3 @@ int nk_heap_stats_get(const nk_heap *hc, nk_heap_stats *out)
 	*out = st;
 	return 0;
 }
-
-#endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "numakit.h"
+#include "numakit/heap.h"
 
 static nk_machine *machine;
 static int mem[64], nmem, verbose;

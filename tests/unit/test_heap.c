@@ -4,10 +4,12 @@
  * allocating and freeing each other's objects (run under TSan by scripts/test.sh), statistics, and the
  * placement of every page of the objects checked with nk_where against the policy's plan over the heap's
  * range (on one node: every page on node 0; the multi-node check is tests/guest/heap_place.c in the
- * guests).  A numakit built without jemalloc returns NK_ENOSYS: the tests say so and skip.
+ * guests).  Links the heap library's object (numakit_heap_internal); a numakit built without jemalloc has
+ * no heap library, and tests/CMakeLists.txt registers unit.heap as a test that says so and skips.
  */
 #include "testutil.h"
 #include "heap/heap.h"
+#include "numakit/heap.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -54,10 +56,6 @@ static int setup(void **state)
 		return -1;
 	int rc = nk_heap_create(machine, p, 0, &h, &err);
 	nk_policy_free(p);
-	if (rc == NK_ENOSYS) {
-		fprintf(stderr, "test_heap: %s: the heap tests skip\n", err.message);
-		return 0;
-	}
 	if (rc) {
 		fprintf(stderr, "test_heap: nk_heap_create: %s\n", err.message);
 		return -1;
@@ -78,29 +76,6 @@ static int teardown(void **state)
 		if (!have_heaps)                                                                                 \
 			skip();                                                                                  \
 	} while (0)
-
-static void test_without_jemalloc(void **state)
-{
-	/* Both builds: either heaps work, or every call says NK_ENOSYS and changes nothing. */
-	if (have_heaps)
-		return;
-	void *p = (void *)0x1234;
-	size_t n = 7;
-	nk_heap_stats st;
-	assert_int_equal(nk_heap_alloc(NULL, 8, &p), NK_ENOSYS);
-	assert_ptr_equal(p, (void *)0x1234);
-	assert_int_equal(nk_heap_calloc(NULL, 1, 8, &p), NK_ENOSYS);
-	assert_int_equal(nk_heap_realloc(NULL, NULL, 8, &p), NK_ENOSYS);
-	assert_int_equal(nk_heap_aligned_alloc(NULL, 64, 8, &p), NK_ENOSYS);
-	assert_int_equal(nk_heap_free(NULL, p), NK_ENOSYS);
-	assert_int_equal(nk_heap_usable_size(NULL, p, &n), NK_ENOSYS);
-	assert_int_equal(n, 7);
-	assert_int_equal(nk_heap_owns(NULL, p), NK_ENOSYS);
-	assert_null(nk_heap_from(p));
-	assert_int_equal(nk_heap_region(NULL, NULL, NULL), NK_ENOSYS);
-	assert_int_equal(nk_heap_stats_get(NULL, &st), NK_ENOSYS);
-	nk_heap_destroy(NULL);
-}
 
 static void test_create_errors(void **state)
 {
@@ -563,8 +538,7 @@ static void test_placement(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_without_jemalloc), cmocka_unit_test(test_create_errors),
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_create_errors),
 		cmocka_unit_test(test_object_errors),    cmocka_unit_test(test_alloc_free),
 		cmocka_unit_test(test_usable_counts),    cmocka_unit_test(test_calloc_aligned),
 		cmocka_unit_test(test_realloc_contents), cmocka_unit_test(test_full),
