@@ -20,7 +20,7 @@
  *   nk_heap        nk_heap_alloc/nk_heap_free, heap bound to the first node ("bind:nodes=N");
  *   nk_heap-cyc    an nk_heap interleaved over every node with memory ("cyclic");
  *   numa_onnode    libnuma's numa_alloc_onnode/numa_free (an mmap and an mbind per allocation).
- * The nk_heap uses a private jemalloc inside libnumakit, the je-* rows the system's libjemalloc.so.2: the
+ * The nk_heap uses a private jemalloc inside libnumakit_heap, the je-* rows the system's libjemalloc.so.2: the
  * same version (Debian 5.3), two copies.  Ratios are to je-arena+tc.
  */
 #ifndef _GNU_SOURCE
