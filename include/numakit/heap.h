@@ -65,9 +65,12 @@ extern "C" {
  * no system call.  A pointer may be freed by another thread than the one
  * that allocated it.
  *
- * Availability.  Heaps are built on jemalloc (its arenas and extent hooks).
- * A numakit built without it returns NK_ENOSYS from every nk_heap_* call
- * (nk_heap_create() says so in its message).
+ * Availability.  Heaps are built on jemalloc (its arenas and extent hooks),
+ * a private copy inside libnumakit_heap.  A numakit built without jemalloc
+ * has no libnumakit_heap (no numakit-heap.pc, no numakit::heap target).
+ * libnumakit_heap.so loads when a program links it; loaded with dlopen()
+ * it may need GLIBC_TUNABLES=glibc.rtld.optional_static_tls=8192 in the
+ * loading process's environment (jemalloc's initial-exec TLS; docs/heap.md).
  */
 typedef struct nk_heap nk_heap;
 
@@ -105,8 +108,7 @@ typedef struct nk_heap_stats {
  * Errors: NK_EINVAL (NULL, unknown flag, a kind a heap cannot take: block,
  * block_exclusive, next_touch; the message says why), NK_ENODEV, NK_EPERM
  * (the policy's nodes, as nk_plan_build), NK_ENOMEM (no address space or
- * memory for the heap), NK_ENOSYS (numakit built without jemalloc, or the
- * kernel refuses the policy).
+ * memory for the heap), NK_ENOSYS (the kernel refuses the policy).
  * @since 0.2 (experimental)
  */
 NK_API int nk_heap_create(const nk_machine *m, const nk_policy *p, unsigned flags, nk_heap **out, nk_error *err);
@@ -180,8 +182,7 @@ NK_API int nk_heap_owns(const nk_heap *h, const void *p);
 
 /**
  * The live heap whose address range contains @p p, or NULL when no heap's
- * does (memory from malloc, mmap, the stack, a destroyed heap; and always in
- * a numakit built without jemalloc).  A scan of the live heaps under the
+ * does (memory from malloc, mmap, the stack, a destroyed heap).  A scan of the live heaps under the
  * heaps' registry lock: O(heaps).  The answer is stale once another thread
  * destroys that heap.
  * @since 0.2 (experimental)
