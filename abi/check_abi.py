@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The ABI check of libnumakit.so (ctest abi.libnumakit, label abi; docs/architecture.md "Tests").
 
+The same script checks libnumakit_heap.so (ctest abi.libnumakit_heap: abi/libnumakit_heap.map and .symbols):
+each library is given its own headers, so numakit/heap.h goes with libnumakit_heap only (abi/CMakeLists.txt),
+and a heap function that libnumakit.so exported again would fail abi.libnumakit ("not an NK_API function").
+
 Compares what the built library exports (readelf --dyn-syms: every defined global symbol with its version)
 with the record of it, abi/libnumakit.symbols, and with the two sources of what it should export: the
 version script abi/libnumakit.map and the NK_API declarations of the public headers: the umbrella
@@ -81,11 +85,13 @@ def read_list(path):
 
 
 def write_list(path, soname, syms):
+    # libnumakit.so.0 -> libnumakit; libnumakit_heap.so.0 -> libnumakit_heap (each library its own record)
+    lib = (soname or "libnumakit.so").split(".so")[0]
     with open(path, "w") as f:
-        f.write("# The dynamic symbols libnumakit.so exports: VERSION NAME TYPE, one a line, and its soname.\n"
+        f.write(f"# The dynamic symbols {lib}.so exports: VERSION NAME TYPE, one a line, and its soname.\n"
                 "# Generated from the built library by abi/check_abi.py --update (ninja -C BUILD abi-update);\n"
-                "# checked by the ctest abi.libnumakit. Do not edit by hand: change abi/libnumakit.map and\n"
-                "# include/numakit/*.h, build, regenerate. A line that disappears is an ABI break.\n")
+                f"# checked by the ctest abi.{lib}. Do not edit by hand: change abi/{lib}.map and\n"
+                "# its public headers, build, regenerate. A line that disappears is an ABI break.\n")
         f.write(f"soname {soname}\n")
         for name, (ver, typ) in sorted(syms.items(), key=lambda kv: (kv[1][0] == PRIVATE_NODE, kv[1][0], kv[0])):
             f.write(f"{ver} {name} {typ}\n")
@@ -118,7 +124,7 @@ def check(args):
     if not soname:
         problems.append(f"{args.lib} has no soname (set VERSION/SOVERSION of the target)")
     for name in unversioned:
-        problems.append(f"{name}: exported without a version (is abi/libnumakit.map the version script?)")
+        problems.append(f"{name}: exported without a version (is {args.map} the version script?)")
 
     mapped = read_map(args.map)
     for name in sorted(set(mapped) - set(syms)):
@@ -163,7 +169,7 @@ def check(args):
             for name in sorted(set(syms) - set(rec)):
                 problems.append(f"ADDED {name}@{syms[name][0]}: not in the record. If on purpose (declared NK_API "
                                 f"in include/numakit/TOPIC.h, in a new version node of {args.map}), regenerate the "
-                                f"record: {UPDATE_HOWTO}, and commit abi/libnumakit.symbols")
+                                f"record: {UPDATE_HOWTO}, and commit {args.symbols}")
 
     for p in problems:
         print(f"check_abi: {p}")
@@ -211,7 +217,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--symbols", required=True)
     ap.add_argument("--map", required=True)
-    ap.add_argument("--header", required=True, action="append")
+    ap.add_argument("--header", action="append", default=[])
     ap.add_argument("--readelf", default="readelf")
     ap.add_argument("--update", action="store_true")
     ap.add_argument("--self-test", action="store_true")

@@ -34,9 +34,9 @@
  *   marked NK_DEPRECATED("what to use instead") for at least a minor release,
  *   and a program using it gets a compiler warning, which defining
  *   NUMAKIT_DISABLE_DEPRECATE_WARNINGS before the include silences.
- *   Experimental (numakit/job.h, profile.h, advice.h: jobs and rank layouts,
- *   the profiler and its hooks, rank mappings, placement plans, advise,
- *   whatif): declared only when NUMAKIT_EXPERIMENTAL is defined before the
+ *   Experimental (numakit/job.h, profile.h, advice.h: jobs and rank
+ *   layouts, the profiler and its hooks, rank mappings, placement plans,
+ *   advise, whatif; and numakit/heap.h, below): declared only when NUMAKIT_EXPERIMENTAL is defined before the
  *   include (`#define NUMAKIT_EXPERIMENTAL` or -DNUMAKIT_EXPERIMENTAL), as
  *   zstd.h does with ZSTD_STATIC_LINKING_ONLY.  They are exported like the
  *   stable ones, but may change in any release: use them from code built
@@ -48,6 +48,12 @@
  * OPENMP
  *   The nk_omp_* conveniences are in <numakit/omp.h>, which includes
  *   <omp.h> and this header; include it yourself in code built with OpenMP.
+ *
+ * HEAPS
+ *   The heaps placed by a policy (nk_heap_*, experimental) are a library of
+ *   their own, libnumakit_heap, built only with jemalloc: include
+ *   <numakit/heap.h> yourself and link -lnumakit_heap (pkg-config
+ *   numakit-heap, CMake numakit::heap).  This header does not include it.
  *
  * The library never prints, never reads the environment and never exits.
  */

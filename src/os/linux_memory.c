@@ -2,7 +2,8 @@
  * Linux OS layer: the memory calls the placement code needs besides the
  * memory-policy system calls of linux_mempolicy.c — populating a range
  * without changing its contents, checking that a range is mapped, and a
- * node's free memory right now (not the snapshot of nk_machine).
+ * node's free memory right now (not the snapshot of nk_machine); the
+ * reservations of the heaps (src/heap/) and the pages they drop.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 /* Linux 5.14 (include/uapi/asm-generic/mman-common.h); older libc headers lack it. */
 #ifndef MADV_POPULATE_WRITE
@@ -74,5 +76,64 @@ int nk__os_node_meminfo(int node, uint64_t *total, uint64_t *free_bytes)
 		*total = t;
 	if (free_bytes)
 		*free_bytes = f;
+	return 0;
+}
+
+int nk__os_reserve(size_t len, size_t align, int rw, void **out, int *sys_errno)
+{
+	size_t ps = (size_t)nk__os_page_size();
+	uintptr_t start, aligned;
+	size_t total, head, tail;
+	void *p;
+
+	if (!len || !align || len % ps || align % ps || len > SIZE_MAX - align)
+		return nk__os_sys(EINVAL, sys_errno);
+	total = len + align - ps;
+	p = mmap(NULL, total, rw ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return nk__os_sys(errno, sys_errno);
+	start = (uintptr_t)p;
+	aligned = (start + align - 1) / align * align;
+	head = aligned - start;
+	tail = total - head - len;
+	/* Trimming untouched space cannot fail short of a kernel bug; if it did, it stays reserved. */
+	if (head)
+		(void)munmap(p, head);
+	if (tail)
+		(void)munmap((char *)aligned + len, tail);
+	*out = (void *)aligned;
+	return nk__os_ok(0, sys_errno);
+}
+
+int nk__os_release(void *addr, size_t len, int *sys_errno)
+{
+	return munmap(addr, len) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
+}
+
+int nk__os_discard(void *addr, size_t len, int *sys_errno)
+{
+	return madvise(addr, len, MADV_DONTNEED) ? nk__os_sys(errno, sys_errno) : nk__os_ok(0, sys_errno);
+}
+
+int nk__os_overcommit_strict(void)
+{
+	char *text = NULL;
+	int strict = 0;
+
+	if (!nk__os_read_file(NULL, "/proc/sys/vm/overcommit_memory", &text)) {
+		strict = text[0] == '2';
+		free(text);
+	}
+	return strict;
+}
+
+int nk__os_as_limit(uint64_t *out)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_AS, &rl))
+		return NK_EIO;
+	*out = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 	return 0;
 }

@@ -357,6 +357,35 @@ int nk__os_populate_write(void *addr, size_t len, int *sys_errno);
 int nk__os_range_mapped(const void *addr, size_t len, int *sys_errno);
 
 /**
+ * Reserve @p len bytes (a multiple of the page size, > 0) of private anonymous address space whose first
+ * byte is a multiple of @p align (a page multiple; the excess is returned at once), not accounted
+ * (MAP_NORESERVE): read-write when @p rw, else inaccessible until nk__os_protect opens parts of it (under
+ * strict overcommit accounting, a read-write mapping would be charged whole).  For the heaps
+ * (src/heap/heap.c).  *out (release with nk__os_release) on success.  Returns 0; NK_EINVAL (len or align
+ * not page multiples, zero or too large: sys_errno EINVAL), NK_ENOMEM (mmap).
+ */
+int nk__os_reserve(size_t len, size_t align, int rw, void **out, int *sys_errno);
+
+/** Unmap what nk__os_reserve() returned (the same @p len).  Returns 0 or NK_EINVAL; *sys_errno (may be NULL). */
+int nk__os_release(void *addr, size_t len, int *sys_errno);
+
+/**
+ * madvise(MADV_DONTNEED) of [addr, addr+len) (@p addr page aligned): the pages are dropped, read as zero
+ * again and keep their memory policy.  AS-safe (the heaps call it inside jemalloc's hooks).  Returns 0 or
+ * the code of the kernel's errno; *sys_errno (may be NULL).
+ */
+int nk__os_discard(void *addr, size_t len, int *sys_errno);
+
+/**
+ * Whether the kernel accounts commit strictly (vm.overcommit_memory = 2): 1 yes, 0 no (also when the file
+ * cannot be read: the kernel's default heuristic mode).  Cannot fail.
+ */
+int nk__os_overcommit_strict(void);
+
+/** The soft limit on the process's address space (RLIMIT_AS) in *out, UINT64_MAX when unlimited.  Returns 0 or NK_EIO. */
+int nk__os_as_limit(uint64_t *out);
+
+/**
  * File.  Total and free memory of node @p node right now (bytes, from
  * /sys/devices/system/node/nodeN/meminfo of the live system); either pointer may be NULL.  Returns 0,
  * NK_EINVAL (node out of range), NK_ENOENT (no such node), NK_EPARSE, NK_EIO, NK_ENOMEM.

@@ -19,6 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The run queries libnumakit_heap.so reads a plan through (src/heap/heap.c, a library of its own): exported
+ * by libnumakit.so in NUMAKIT_PRIVATE (abi/libnumakit.map) under nk__ names, so that struct nk_plan and the
+ * code that walks it stay in libnumakit.  Not API: libnumakit_heap and the libnumakit it links come from
+ * one build.
+ */
+#define NK__PLAN_API __attribute__((visibility("default")))
+
 #include "numakit.h"
 
 /** Pages [first, first + npages) of the plan all go to @c node. */
@@ -42,7 +50,7 @@ uintptr_t nk__plan_base(const struct nk_plan *pl);
  * cyclic_neighbors' neighbour choice, ...).  For block this is the node set,
  * not the per-thread list.  Returns 0 or NK_EINVAL.
  */
-int nk__plan_node_set(const struct nk_plan *pl, const int **nodes, size_t *n);
+NK__PLAN_API int nk__plan_node_set(const struct nk_plan *pl, const int **nodes, size_t *n);
 
 /**
  * Node of page @p page and, in *len (may be NULL), how many consecutive
@@ -53,7 +61,7 @@ int nk__plan_node_set(const struct nk_plan *pl, const int **nodes, size_t *n);
  * Returns the node (>= 0), NK_EINVAL (out of range) or
  * NK_ENODATA (next_touch: no fixed node; *len then covers the whole rest).
  */
-int nk__plan_run_at(const struct nk_plan *pl, size_t page, size_t *len);
+NK__PLAN_API int nk__plan_run_at(const struct nk_plan *pl, size_t page, size_t *len);
 
 /**
  * The complete run list in page order, for plans whose runs are O(nodes):
@@ -87,7 +95,7 @@ int nk__plan_runs(const struct nk_plan *pl, size_t *count, const struct nk__plan
  * THP interleaves per huge page).
  * Returns 0, NK_ENODATA when no single call expresses the plan, NK_EINVAL.
  */
-int nk__plan_kernel_hint(const struct nk_plan *pl, int *mode, const int **nodes, size_t *n);
+NK__PLAN_API int nk__plan_kernel_hint(const struct nk_plan *pl, int *mode, const int **nodes, size_t *n);
 
 /**
  * A plan given directly as runs (the FGDLS migration: slices of pages ->

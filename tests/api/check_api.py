@@ -9,6 +9,8 @@ Checks include/numakit.h and its topic headers include/numakit/*.h:
   - no public header refers to an internal issue number ("issue 14");
   - preprocessed, <numakit.h> declares exactly the stable functions without NUMAKIT_EXPERIMENTAL and the
     experimental ones too with it, and including it again with the macro defined adds them (as zstd.h);
+  - the headers of other libraries (SEPARATE: numakit/heap.h, libnumakit_heap) are not included by
+    <numakit.h>, and, included alone, declare their own functions with NUMAKIT_EXPERIMENTAL and none without;
 and, with the C compiler given (--cc), that
   - a stable-only program compiles with -std=c11 -Wall -Wextra -pedantic -Werror;
   - a call of an experimental function fails to compile without NUMAKIT_EXPERIMENTAL, because the function
@@ -31,6 +33,9 @@ import tempfile
 TIER = re.compile(r"API TIER: (stable|experimental)\b")
 SINCE = re.compile(r"@since (\d+\.\d+)( \(experimental\))?")
 ISSUE = re.compile(r"\bissues? #?\d+", re.I)
+# Topic headers of another library than libnumakit, which the umbrella <numakit.h> must not include: the user
+# includes them and links that library (as numakit/omp.h, header-only, is included by hand).
+SEPARATE = {"numakit/heap.h": "libnumakit_heap"}
 
 
 def declarations(text):
@@ -69,6 +74,7 @@ def declarations(text):
 def check_headers(inc):
     """Problems of the headers' text; and the stable and experimental function names."""
     problems, stable, experimental = [], set(), set()
+    separate = {h: set() for h in SEPARATE}
     headers = [os.path.join(inc, "numakit.h")] + sorted(glob.glob(os.path.join(inc, "numakit", "*.h")))
     for h in headers:
         text = open(h).read()
@@ -80,6 +86,9 @@ def check_headers(inc):
         if rel == "numakit.h":
             if decls:
                 problems.append(f"{rel}: the umbrella declares functions; they belong in a topic header")
+            for sep, lib in SEPARATE.items():
+                if re.search(r'^\s*#\s*include\s*["<]' + re.escape(sep) + '[">]', text, flags=re.M):
+                    problems.append(f"{rel}: includes {sep}, which belongs to {lib}: users include it themselves")
             continue
         m = TIER.search(text[:text.find("*/")] if "*/" in text else "")
         if not m:
@@ -89,6 +98,9 @@ def check_headers(inc):
         if tier == "experimental" and "#if defined(NUMAKIT_EXPERIMENTAL)" not in text:
             problems.append(f"{rel}: experimental, but nothing is guarded by NUMAKIT_EXPERIMENTAL")
         for name, doc in decls:
+            if rel in separate:
+                separate[rel].add((name, tier))
+                continue
             (experimental if tier == "experimental" else stable).add(name)
             s = SINCE.search(doc or "")
             if not s:
@@ -96,7 +108,16 @@ def check_headers(inc):
             elif bool(s.group(2)) != (tier == "experimental"):
                 problems.append(f"{rel}: {name}: '{s.group(0)}' in a header of tier {tier} (experimental ones "
                                 f"say '@since X.Y (experimental)', stable ones '@since X.Y')")
+    for sep in SEPARATE:
+        if os.path.exists(os.path.join(inc, sep)) and not separate[sep]:
+            problems.append(f"{sep}: declares no NK_API function")
+    CHECK_SEPARATE.clear()
+    CHECK_SEPARATE.update(separate)
     return problems, stable, experimental
+
+
+# {header: {(name, tier)}} of the SEPARATE headers, filled by check_headers for check_compiler.
+CHECK_SEPARATE = {}
 
 
 def run(cmd, **kw):
@@ -167,6 +188,19 @@ def check_compiler(cc, inc, stable, experimental):
             problems.append(f"<numakit.h> {' '.join(defs) or 'without NUMAKIT_EXPERIMENTAL'}: {name} not declared")
         for name in sorted((got & (stable | experimental)) - want):
             problems.append(f"<numakit.h> without NUMAKIT_EXPERIMENTAL: the experimental {name} is declared")
+    # a header of another library: alone, it declares its own functions (under the macro when experimental)
+    for sep, decls in CHECK_SEPARATE.items():
+        names = {n for n, _ in decls}
+        stable_sep = {n for n, t in decls if t == "stable"}
+        for defs, want in (([], stable_sep), (["-DNUMAKIT_EXPERIMENTAL"], names)):
+            got, err = preprocessed_names(cc, inc, f"#include <{sep}>\n", defs)
+            if got is None:
+                problems.append(f"<{sep}> {' '.join(defs)}: does not compile alone: {err}")
+                continue
+            for name in sorted(want - got):
+                problems.append(f"<{sep}> {' '.join(defs) or 'without NUMAKIT_EXPERIMENTAL'}: {name} not declared")
+            for name in sorted((got & names) - want):
+                problems.append(f"<{sep}> without NUMAKIT_EXPERIMENTAL: the experimental {name} is declared")
     with tempfile.TemporaryDirectory() as tmp:
         warn = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
         r = compile_c(cc, inc, tmp, STABLE_USE, warn)
@@ -228,6 +262,9 @@ def self_test(args):
             "in a header of tier experimental"),
         "no tier": (lambda d: sub(os.path.join(d, "numakit", "bench.h"), "API TIER: stable", "API: stable"),
                     "no 'API TIER"),
+        "the umbrella including a header of another library": (
+            lambda d: sub(os.path.join(d, "numakit.h"), '#include "numakit/advice.h"\n',
+                          '#include "numakit/advice.h"\n#include "numakit/heap.h"\n'), "which belongs to libnumakit_heap"),
         "an unguarded experimental header": (
             lambda d: sub(os.path.join(d, "numakit", "advice.h"), "#if defined(NUMAKIT_EXPERIMENTAL) &&",
                           "#if 1 ||"), "nothing is guarded"),
@@ -261,8 +298,10 @@ def main():
     for p in problems:
         print(f"check_api: {p}")
     if not problems:
+        sep = ", ".join(f"{h} ({SEPARATE[h]}): {len(d)}" for h, d in CHECK_SEPARATE.items())
         print(f"check_api: {len(stable)} stable and {len(experimental)} experimental functions, each with "
-              f"@since; the guard, the deprecation macro and its silencer work with {args.cc}")
+              f"@since; the guard, the deprecation macro and its silencer work with {args.cc}; "
+              f"not in <numakit.h>: {sep}")
     sys.exit(1 if problems else 0)
 
 

@@ -4,7 +4,9 @@
 # with `pkg-config --cflags --libs numakit` and with CMake's find_package(numakit) (shared and
 # static). Each way, the stable-only main.c builds with -Wall -Werror, and experimental.c (calls of
 # experimental functions) fails to compile without NUMAKIT_EXPERIMENTAL, because those functions are
-# undeclared, and compiles, links and runs with it (include/numakit.h "API TIERS").
+# undeclared, and compiles, links and runs with it (include/numakit.h "API TIERS").  When the build has
+# the heap library (jemalloc), heap.c builds and runs through `pkg-config numakit-heap` and
+# find_package(numakit) (numakit::heap, numakit::heap_static); without it, none of it is installed.
 # Usage: tests/consumer/check.sh BUILD_DIR
 set -euo pipefail
 BUILD=$(cd "${1:?usage: check.sh BUILD_DIR}" && pwd)
@@ -69,6 +71,27 @@ if echo 'int main(void){return 0;}' | cc -fopenmp -x c -o /dev/null - 2>/dev/nul
   LD_LIBRARY_PATH=$LIBDIR "$TMP/pc_omp"
   echo "consumer: pkg-config: numakit/omp.h builds and runs with -fopenmp"
 fi
+# The heaps: libnumakit_heap and numakit-heap.pc, installed only by a build with jemalloc; then heap.c
+# (which includes numakit/heap.h itself) builds and runs against it.  Without it, nothing of it is installed.
+HEAP=0
+if [ -f "$LIBDIR/pkgconfig/numakit-heap.pc" ]; then
+  HEAP=1
+  [ -f "$PREFIX/include/numakit/heap.h" ] || { echo "consumer: numakit/heap.h not installed" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  cc -std=c11 -Wall -Werror -o "$TMP/pc_heap" "$HERE/heap.c" $(pkg-config --cflags --libs numakit-heap)
+  LD_LIBRARY_PATH=$LIBDIR "$TMP/pc_heap"
+  if readelf -d "$TMP/pc_experimental" | grep -q 'libnumakit_heap'; then
+    echo "consumer: pkg-config numakit links libnumakit_heap: it must not" >&2
+    exit 1
+  fi
+  echo "consumer: pkg-config: numakit-heap builds and runs heap.c"
+else
+  if compgen -G "$LIBDIR/libnumakit_heap*" >/dev/null || [ -e "$PREFIX/include/numakit/heap.h" ]; then
+    echo "consumer: libnumakit_heap or numakit/heap.h installed without numakit-heap.pc" >&2
+    exit 1
+  fi
+  echo "consumer: no libnumakit_heap in this install (built without jemalloc): heap.c not built"
+fi
 echo "consumer: pkg-config build OK"
 
 # 2. CMake find_package(numakit).
@@ -78,6 +101,15 @@ ninja -C "$TMP/cmake" >"$TMP/ninja.log" || { cat "$TMP/ninja.log"; exit 1; }
 LD_LIBRARY_PATH=$LIBDIR "$TMP/cmake/consumer_shared"
 "$TMP/cmake/consumer_static"
 LD_LIBRARY_PATH=$LIBDIR "$TMP/cmake/consumer_experimental"
+if [ "$HEAP" = 1 ]; then
+  [ -x "$TMP/cmake/consumer_heap" ] || { echo "consumer: find_package(numakit) did not find numakit::heap" >&2; exit 1; }
+  LD_LIBRARY_PATH=$LIBDIR "$TMP/cmake/consumer_heap"
+  "$TMP/cmake/consumer_heap_static"
+  echo "consumer: find_package: numakit::heap and numakit::heap_static build and run heap.c"
+elif [ -e "$TMP/cmake/consumer_heap" ]; then
+  echo "consumer: find_package found numakit::heap in an install without it" >&2
+  exit 1
+fi
 cmake -S "$HERE" -B "$TMP/cmake-noexp" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" -DCONSUMER_WITHOUT_EXPERIMENTAL=ON \
   >"$TMP/cmake-noexp.log" || { cat "$TMP/cmake-noexp.log"; exit 1; }
 if ninja -C "$TMP/cmake-noexp" consumer_experimental >"$TMP/ninja-noexp.log" 2>&1; then
