@@ -1307,10 +1307,18 @@ static void test_free_reuse(void **state)
 	pb_init(&b, NULL, 1);
 	pb_site(&b, 1, 0x401000);
 	const uint64_t addr = 0x10000000, n = 600000; /* quadratic: about 6 minutes here, past the 120 s timeout */
+	/* the records written in place (pb_alloc's realloc per record is itself quadratic under ASan) */
+	b.pd.allocs = malloc((n + 2) * sizeof(*b.pd.allocs));
+	b.pd.frees = malloc((n + 2) * sizeof(*b.pd.frees));
+	assert_non_null(b.pd.allocs);
+	assert_non_null(b.pd.frees);
 	for (uint64_t i = 0; i < n; i++) {
-		pb_alloc(&b, addr, 4096, 1000 + 10 * i + 1, 1, (uint32_t)(i + 1));
+		b.pd.allocs[b.pd.n_allocs++] = (struct nk__nkp_alloc){ .addr = addr, .size = 4096, .time_ns = 1000 + 10 * i + 1,
+									.tid = 1000, .site = 1, .kind = NK__ALLOC_MALLOC,
+									.id = (uint32_t)(i + 1) };
 		if (i + 1 < n)
-			pb_free_rec(&b, addr, 1000 + 10 * i + 5, (uint32_t)(i + 1));
+			b.pd.frees[b.pd.n_frees++] = (struct nk__nkp_free){ .addr = addr, .time_ns = 1000 + 10 * i + 5, .tid = 1000,
+									    .id = (uint32_t)(i + 1) };
 	}
 	/* a second address: two live blocks at once, their frees recorded in reverse order */
 	pb_alloc(&b, addr + 8192, 4096, 100, 1, (uint32_t)(n + 1));
