@@ -104,6 +104,11 @@ struct wi_ctx {
 	size_t n_ents;
 	struct wi_var *vars;
 	struct wi_acc tot[2];
+	/* a job's ranks pooled as runs (a->run_rank): per run, local and remote accesses as profiled and
+	 * planned ([runs][4]), and each joined process's run */
+	uint64_t *rank_lr;
+	int *proc_run;
+	size_t n_proc_run;
 	uint64_t mig_total;
 	uint64_t no_instance; /* samples of planned variables whose instance is unknown: kept as profiled */
 	char **warn;
@@ -614,6 +619,37 @@ static void replay(struct wi_ctx *c, const struct nk__an_sample *s, struct wi_en
 		*rc = 0;
 }
 
+/* Per rank of a job pooled as runs: the run of each joined process.  0 or NK_ENOMEM (then no ranks). */
+static int setup_ranks(struct wi_ctx *c)
+{
+	const struct nk__analysis *a = c->a;
+	if (!a->run_rank || a->runs < 2 || !a->run_info)
+		return 0;
+	size_t np = 0;
+	for (int r = 0; r < a->runs; r++)
+		np += (size_t)(a->run_info[r].processes > 0 ? a->run_info[r].processes : 0);
+	c->proc_run = malloc((np ? np : 1) * sizeof(int));
+	c->rank_lr = calloc((size_t)a->runs * 4, sizeof(uint64_t));
+	if (!c->proc_run || !c->rank_lr)
+		return nk__error(c->err, NK_ENOMEM, "whatif: out of memory");
+	for (int r = 0; r < a->runs; r++)
+		for (int k = 0; k < a->run_info[r].processes; k++)
+			c->proc_run[c->n_proc_run++] = r;
+	return 0;
+}
+
+static void count_rank(struct wi_ctx *c, const struct nk__an_sample *s, int scen, int tn, int pn)
+{
+	if (!c->rank_lr || s->proc >= c->n_proc_run || tn < 0 || pn < 0)
+		return;
+	c->rank_lr[(size_t)c->proc_run[s->proc] * 4 + (size_t)scen * 2 + (tn == pn ? 0 : 1)] += s->weight;
+}
+
+static double rank_frac(const uint64_t *lr)
+{
+	return lr[0] + lr[1] ? (double)lr[1] / (double)(lr[0] + lr[1]) : -1;
+}
+
 static int count_all(struct wi_ctx *c)
 {
 	const struct nk__analysis *a = c->a;
@@ -641,6 +677,8 @@ static int count_all(struct wi_ctx *c)
 		count(c, &wv->s[1], t1, p1, s->weight);
 		count(c, &c->tot[0], t0, p0, s->weight);
 		count(c, &c->tot[1], t1, p1, s->weight);
+		count_rank(c, s, 0, t0, p0);
+		count_rank(c, s, 1, t1, p1);
 		int16_t *x = &nodes[4 * i];
 		x[0] = (int16_t)t0, x[1] = (int16_t)p0, x[2] = (int16_t)t1, x[3] = (int16_t)p1;
 		nk__whatif_bw_add(&c->bw_model, 0, s, t0, p0, 1);
@@ -1034,6 +1072,19 @@ static int text_out(struct wi_ctx *c, char **out)
 		free(rb1);
 	}
 	row(c, &b, "total", a->n_attr, c->tot, c->mig_total, "");
+	if (c->rank_lr) {
+		nk__strbuf_printf(&b, "\nper rank (the job's ranks pooled as runs): remote %% profiled -> plan\n");
+		for (int r = 0; r < a->runs; r++) {
+			const uint64_t *x = &c->rank_lr[(size_t)r * 4];
+			double f0 = rank_frac(x), f1 = rank_frac(x + 2);
+			char p0[16] = "    -", p1[16] = "    -";
+			if (f0 >= 0)
+				snprintf(p0, sizeof p0, "%5.1f", 100 * f0);
+			if (f1 >= 0)
+				snprintf(p1, sizeof p1, "%5.1f", 100 * f1);
+			nk__strbuf_printf(&b, "  rank %-6d %s -> %s\n", a->run_rank[r], p0, p1);
+		}
+	}
 	if (c->tot[0].unknown)
 		nk__strbuf_printf(&b, "%llu of %llu accesses have no known node (not in the remote share nor the stall)\n",
 			(unsigned long long)c->tot[0].unknown, (unsigned long long)c->tot[0].acc);
@@ -1184,6 +1235,18 @@ static int json_out(struct wi_ctx *c, char **out)
 	json_object_set_new(tot, "migration_bytes", json_integer((json_int_t)c->mig_total));
 	json_object_set_new(tot, "migration_mib", json_real((double)c->mig_total / 1048576.0));
 	json_object_set_new(r, "total", tot);
+	if (c->rank_lr) {
+		json_t *ranks = json_array();
+		for (int k = 0; ranks && k < a->runs; k++) {
+			const uint64_t *x = &c->rank_lr[(size_t)k * 4];
+			json_t *o = json_object();
+			json_object_set_new(o, "rank", json_integer(a->run_rank[k]));
+			json_object_set_new(o, "profiled_remote_fraction", jfrac(rank_frac(x)));
+			json_object_set_new(o, "planned_remote_fraction", jfrac(rank_frac(x + 2)));
+			json_array_append_new(ranks, o);
+		}
+		json_object_set_new(r, "ranks", ranks);
+	}
 	for (size_t i = 0; i < c->n_ents; i++) {
 		const struct wi_entry *we = &c->ents[i];
 		json_t *o = entry_json(we->e);
@@ -1250,6 +1313,8 @@ static void ctx_free(struct wi_ctx *c)
 	free(c->vars);
 	free(c->tot[0].bytes);
 	free(c->tot[1].bytes);
+	free(c->rank_lr);
+	free(c->proc_run);
 	for (size_t i = 0; i < c->n_warn; i++)
 		free(c->warn[i]);
 	free(c->warn);
@@ -1300,7 +1365,8 @@ int nk_profile_whatif(const nk_profile *p, const nk_machine *m, const nk_advice 
 		rc = nk__error(err, NK_ENOMEM, "whatif: out of memory");
 		goto out;
 	}
-	if ((rc = setup_entries(&c)) || (rc = setup_pinning(&c)) || (rc = setup_threads(&c)) || (rc = setup_windows(&c)))
+	if ((rc = setup_entries(&c)) || (rc = setup_pinning(&c)) || (rc = setup_threads(&c)) || (rc = setup_windows(&c)) ||
+	    (rc = setup_ranks(&c)))
 		goto out;
 	setup_pages(&c);
 	if ((rc = count_all(&c)))

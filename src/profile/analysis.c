@@ -427,6 +427,7 @@ void nk__analysis_free(struct nk__analysis *a)
 	free(a->attr);
 	free(a->machine_json);
 	free(a->share);
+	free(a->run_rank);
 	for (size_t i = 0; i < a->n_warnings; i++)
 		free(a->warnings[i]);
 	free(a->warnings);

@@ -227,6 +227,9 @@ struct nk__analysis {
 	 * whose frame every rank's nodes and cpus were carried into; NULL/0: pooled as placed (or not a job) */
 	int *share;
 	size_t n_share;
+	/* A job's rank files pooled as runs (nk_profile_load_pooled): the world rank of each run, [runs];
+	 * NULL otherwise (whatif then gives each rank's prediction) */
+	int *run_rank;
 	uint64_t l2_size;                   /* bytes, 0 unknown */
 	double numa_factor;                 /* largest between nodes of the machine, 0 unknown */
 	int bandwidth_measured;

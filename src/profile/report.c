@@ -168,6 +168,9 @@ static int analyse(const char *const *paths, size_t n, const struct nk__job_peek
 		take_warning(a, fr.note);
 		fr.note = NULL;
 	}
+	if (!rc && pk && a->runs == (int)n && n > 1 && (a->run_rank = malloc(n * sizeof(int))))
+		for (size_t i = 0; i < n; i++)
+			a->run_rank[i] = pk[i].rank; /* runs joined in file order, one run per rank file */
 	if (!rc && fr.share) {
 		a->share = fr.share;
 		a->n_share = fr.n_share;
