@@ -159,6 +159,7 @@ struct run_opts {
 	size_t n_plan_share;
 	int *plan_from;         /* the share the plan refers to (the profiled first rank's) */
 	size_t n_plan_from;
+	nk_advice *plan_read;   /* the plan as plan_share_of read it, for prepare_plan (read once) */
 };
 
 enum { OPT_WEIGHTED = 256, OPT_CPUS,
@@ -221,7 +222,13 @@ static int prepare_plan(struct run_opts *o, const nk_machine *m, nk_advice **out
 	char *spec = NULL, *sharing = NULL;
 	int threads = 0, rc;
 
-	rc = nk_advice_load(o->plan, out, &err);
+	if (o->plan_read) { /* read already (plan_share_of) */
+		*out = o->plan_read;
+		o->plan_read = NULL;
+		rc = 0;
+	} else {
+		rc = nk_advice_load(o->plan, out, &err);
+	}
 	if (rc) {
 		/* the library's message names the file */
 		if (err.message[0])
@@ -831,24 +838,22 @@ static void sort_ids(int *v, size_t n)
  * job-aware (*in_job).  *pin_machine: the machine --pin and the plan's
  * pinning are built on (the share), or NULL.
  */
-/* The share a --plan refers to (nk_advice_share) into o->plan_from; a plan that does not load is left
- * to prepare_plan's messages.  0 or CLI_EXIT_FAIL. */
+/* The share a --plan refers to (nk_advice_share) into o->plan_from; the plan read is kept for
+ * prepare_plan (o->plan_read).  A plan that does not load is left to prepare_plan's messages.  0 or
+ * CLI_EXIT_FAIL. */
 static int plan_share_of(struct run_opts *o)
 {
-	nk_advice *a = NULL;
 	int n;
 
-	if (!o->plan || nk_advice_load(o->plan, &a, NULL))
+	if (!o->plan || o->plan_read || nk_advice_load(o->plan, &o->plan_read, NULL))
 		return 0;
-	n = nk_advice_share(a, NULL, 0);
+	n = nk_advice_share(o->plan_read, NULL, 0);
 	if (n > 0 && !(o->plan_from = malloc((size_t)n * sizeof(int)))) {
-		nk_advice_free(a);
 		cli_error("run", "out of memory");
 		return CLI_EXIT_FAIL;
 	}
 	if (n > 0)
-		o->n_plan_from = (size_t)nk_advice_share(a, o->plan_from, (size_t)n);
-	nk_advice_free(a);
+		o->n_plan_from = (size_t)nk_advice_share(o->plan_read, o->plan_from, (size_t)n);
 	return 0;
 }
 
@@ -1442,6 +1447,7 @@ out:
 	nk_advice_free(plan);
 	free(o.plan_share);
 	free(o.plan_from);
+	nk_advice_free(o.plan_read);
 	free(o.pin_owned);
 	free(o.pin_rank);
 	free(o.sharing_tmp);

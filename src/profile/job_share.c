@@ -16,6 +16,7 @@
 #include "profile/job.h"
 #include "profile/nkp.h"
 #include "util/error.h"
+#include "util/list.h"
 #include "util/strbuf.h"
 
 void nk__job_frame_clear(struct nk__job_frame *f)
@@ -27,34 +28,17 @@ void nk__job_frame_clear(struct nk__job_frame *f)
 	memset(f, 0, sizeof(*f));
 }
 
-static int cmp_int(const void *x, const void *y)
+/* The nodes of cpus @p cpus, increasing, into @p out; 0, -1 (a cpu the machine lacks), -2 (out of memory). */
+static int share_of(const nk_machine *m, const int *cpus, size_t n, nk__ilist *out)
 {
-	int a = *(const int *)x, b = *(const int *)y;
-	return (a > b) - (a < b);
-}
-
-/* The nodes of cpus @p cpus (sorted, distinct) into *out (malloc'ed); 0, -1 (a cpu the machine lacks), -2. */
-static int share_of(const nk_machine *m, const int *cpus, size_t n, int **out, size_t *n_out)
-{
-	int *v = malloc((n ? n : 1) * sizeof(int));
-	size_t k = 0;
-	if (!v)
-		return -2;
 	for (size_t i = 0; i < n; i++) {
 		nk_cpu_info ci;
-		if (nk_machine_cpu_info(m, cpus[i], &ci) || ci.node < 0) {
-			free(v);
+		if (nk_machine_cpu_info(m, cpus[i], &ci) || ci.node < 0)
 			return -1;
-		}
-		v[k++] = ci.node;
+		if (nk__ilist_push(out, ci.node))
+			return -2;
 	}
-	qsort(v, k, sizeof(int), cmp_int);
-	size_t d = 0;
-	for (size_t i = 0; i < k; i++)
-		if (!d || v[i] != v[d - 1])
-			v[d++] = v[i];
-	*out = v;
-	*n_out = d;
+	nk__ilist_normalize(out);
 	return 0;
 }
 
@@ -99,7 +83,8 @@ static int cpu_map_of(const nk_machine *m, const int *all, const int *map, size_
 	return 0;
 }
 
-static int lookup(const int *from, const int *to, size_t n, int x)
+/* A cpu through the pairs (@p from[i] -> @p to[i]); unknown (< 0) and unlisted cpus stay. */
+static int cpu_of(const int *from, const int *to, size_t n, int x)
 {
 	if (x < 0)
 		return x;
@@ -117,12 +102,12 @@ static void carry(struct nk__nkp_profile *p, const int *all, const int *map, siz
 		struct nk__nkp_process_data *pd = &p->procs[i];
 		for (size_t s = 0; s < pd->n_samples; s++) {
 			struct nk__nkp_sample *x = &pd->samples[s];
-			x->cpu = (int16_t)lookup(cf, ct, nc, x->cpu);
-			x->cpu_node = (int16_t)lookup(all, map, n_all, x->cpu_node);
-			x->page_node = (int16_t)lookup(all, map, n_all, x->page_node);
+			x->cpu = (int16_t)cpu_of(cf, ct, nc, x->cpu);
+			x->cpu_node = (int16_t)nk__share_map_node(all, map, n_all, x->cpu_node);
+			x->page_node = (int16_t)nk__share_map_node(all, map, n_all, x->page_node);
 		}
 		for (size_t t = 0; t < pd->n_threads; t++)
-			pd->threads[t].cpu = lookup(cf, ct, nc, pd->threads[t].cpu);
+			pd->threads[t].cpu = cpu_of(cf, ct, nc, pd->threads[t].cpu);
 	}
 }
 
@@ -135,15 +120,15 @@ int nk__job_frame_apply(struct nk__nkp_profile *const *ps, const struct nk__job_
 	nk_machine *m = NULL;
 	if (nk_machine_load_buffer(ps[0]->machine_json, strlen(ps[0]->machine_json), &m, NULL))
 		return 0; /* the pooled analysis reports the machine; nothing to carry without it */
-	int **shares = calloc(n, sizeof(int *));
-	size_t *ns = calloc(n, sizeof(size_t));
+	nk__ilist *shares = calloc(n, sizeof(*shares));
 	int nn = nk_machine_num_nodes(m);
-	int *all = malloc((size_t)(nn > 0 ? nn : 1) * sizeof(int)), *map = malloc((size_t)(nn > 0 ? nn : 1) * sizeof(int));
+	int *all = malloc((size_t)(nn > 0 ? nn : 1) * sizeof(int));
+	int **maps = calloc(n, sizeof(int *)); /* each rank's node map (all[] order), from the check to the carry */
 	int **cf = calloc(n, sizeof(int *)), **ct = calloc(n, sizeof(int *));
 	size_t *nc = calloc(n, sizeof(size_t));
 	struct nk__strbuf b = { 0 };
 	int rc = 0, same = 1, distances_differ = 0;
-	if (!shares || !ns || !all || !map || !cf || !ct || !nc) {
+	if (!shares || !all || !maps || !cf || !ct || !nc) {
 		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -152,39 +137,43 @@ int nk__job_frame_apply(struct nk__nkp_profile *const *ps, const struct nk__job_
 	for (size_t i = 0; i < n; i++) {
 		if (!pk[i].n_cpus)
 			goto done; /* a rank that does not say where it ran (an older profile): pooled as placed */
-		int r = share_of(m, pk[i].cpus, pk[i].n_cpus, &shares[i], &ns[i]);
+		int r = share_of(m, pk[i].cpus, pk[i].n_cpus, &shares[i]);
 		if (r == -2) {
 			rc = nk__error(err, NK_ENOMEM, "out of memory");
 			goto done;
 		}
 		if (r)
 			goto done;
-		same &= ns[i] == ns[0] && !memcmp(shares[i], shares[0], ns[0] * sizeof(int));
+		same &= shares[i].n == shares[0].n && !memcmp(shares[i].v, shares[0].v, shares[0].n * sizeof(int));
 	}
 	if (same)
 		goto done; /* every rank on the same nodes: nothing to carry */
 	for (size_t i = 1; i < n; i++)
-		if (ns[i] != ns[0]) {
+		if (shares[i].n != shares[0].n) {
 			nk__strbuf_printf(&b, "the ranks ran on shares of different sizes (rank %d: nodes ", pk[0].rank);
-			print_nodes(&b, shares[0], ns[0]);
+			print_nodes(&b, shares[0].v, shares[0].n);
 			nk__strbuf_printf(&b, "; rank %d: nodes ", pk[i].rank);
-			print_nodes(&b, shares[i], ns[i]);
+			print_nodes(&b, shares[i].v, shares[i].n);
 			nk__strbuf_printf(&b, "): pooled as placed, so the plan's node ids are the machine's own");
 			goto noted;
 		}
 	for (size_t i = 0; i < n; i++) {
-		if (nk__share_node_map(all, (size_t)nn, shares[i], shares[0], ns[0], map)) {
+		if (!(maps[i] = malloc((size_t)(nn > 0 ? nn : 1) * sizeof(int)))) {
+			rc = nk__error(err, NK_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (nk__share_node_map(all, (size_t)nn, shares[i].v, shares[0].v, shares[0].n, maps[i])) {
 			rc = nk__error(err, NK_EINVAL, "rank %d: its share is not on the machine", pk[i].rank);
 			goto done;
 		}
-		int r = cpu_map_of(m, all, map, (size_t)nn, &cf[i], &ct[i], &nc[i]);
+		int r = cpu_map_of(m, all, maps[i], (size_t)nn, &cf[i], &ct[i], &nc[i]);
 		if (r == -2) {
 			rc = nk__error(err, NK_ENOMEM, "out of memory");
 			goto done;
 		}
 		if (r) {
 			nk__strbuf_printf(&b, "rank %d's share (nodes ", pk[i].rank);
-			print_nodes(&b, shares[i], ns[i]);
+			print_nodes(&b, shares[i].v, shares[i].n);
 			nk__strbuf_printf(&b, ") and rank %d's differ in cpus per node: pooled as placed, so the plan's "
 					      "node ids are the machine's own", pk[0].rank);
 			goto noted;
@@ -192,24 +181,22 @@ int nk__job_frame_apply(struct nk__nkp_profile *const *ps, const struct nk__job_
 		for (int x = 0; x < nn; x++)
 			for (int y = 0; y < nn; y++)
 				distances_differ |= nk_machine_distance(m, all[x], all[y]) !=
-						    nk_machine_distance(m, map[x], map[y]);
+						    nk_machine_distance(m, maps[i][x], maps[i][y]);
 	}
 	/* every rank carries: do it */
-	for (size_t i = 0; i < n; i++) {
-		if (nk__share_node_map(all, (size_t)nn, shares[i], shares[0], ns[0], map))
-			continue; /* checked above */
-		carry(ps[i], all, map, (size_t)nn, cf[i], ct[i], nc[i]);
-	}
-	if (!(out->share = malloc(ns[0] * sizeof(int)))) {
+	for (size_t i = 0; i < n; i++)
+		carry(ps[i], all, maps[i], (size_t)nn, cf[i], ct[i], nc[i]);
+	if (!(out->share = malloc(shares[0].n * sizeof(int)))) {
 		rc = nk__error(err, NK_ENOMEM, "out of memory");
 		goto done;
 	}
-	memcpy(out->share, shares[0], ns[0] * sizeof(int));
-	out->n_share = ns[0];
-	nk__strbuf_printf(&b, "the %zu ranks ran on shares of %zu node%s each (", n, ns[0], ns[0] == 1 ? "" : "s");
+	memcpy(out->share, shares[0].v, shares[0].n * sizeof(int));
+	out->n_share = shares[0].n;
+	nk__strbuf_printf(&b, "the %zu ranks ran on shares of %zu node%s each (", n, shares[0].n,
+			  shares[0].n == 1 ? "" : "s");
 	for (size_t i = 0; i < n && i < 4; i++) {
 		nk__strbuf_printf(&b, "%srank %d: ", i ? "; " : "", pk[i].rank);
-		print_nodes(&b, shares[i], ns[i]);
+		print_nodes(&b, shares[i].v, shares[i].n);
 	}
 	nk__strbuf_printf(&b, "%s): pooled relative to their shares, in rank %d's; the plan's node ids refer to that "
 			      "share and each rank applies them to its own", n > 4 ? "; ..." : "", pk[0].rank);
@@ -223,16 +210,19 @@ noted:
 	}
 done:
 	free(b.s);
-	for (size_t i = 0; shares && i < n; i++)
-		free(shares[i]);
-	for (size_t i = 0; cf && i < n; i++)
-		free(cf[i]);
-	for (size_t i = 0; ct && i < n; i++)
-		free(ct[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (shares)
+			nk__ilist_free(&shares[i]);
+		if (maps)
+			free(maps[i]);
+		if (cf)
+			free(cf[i]);
+		if (ct)
+			free(ct[i]);
+	}
 	free(shares);
-	free(ns);
 	free(all);
-	free(map);
+	free(maps);
 	free(cf);
 	free(ct);
 	free(nc);
